@@ -1,0 +1,1 @@
+"""Command-line interface (typer). Thin: parse arguments, call the layers, print."""

@@ -1,0 +1,88 @@
+"""Printing findings and plans for people: plain lines that read well in a terminal and in CI logs."""
+
+from __future__ import annotations
+
+import sys
+
+from rich.console import Console
+
+from orchestrator.planning.model import ReplicaPlan, SitePlan
+from orchestrator.spec.findings import format_finding
+from orchestrator.validation import ValidationResult
+
+
+def console(stderr: bool = False) -> Console:
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def print_findings(out: Console, result: ValidationResult) -> None:
+    for f in result.findings:
+        out.print(format_finding(f, result.filename), style="red" if f.is_error else "yellow", markup=False)
+    sys.stderr.flush()
+
+
+def summary_line(result: ValidationResult) -> str:
+    e, w = len(result.errors), len(result.warnings)
+    if e:
+        return (
+            f"{result.filename}: INVALID: {e} error(s), {w} warning(s); "
+            "nothing was written, no host was touched"
+        )
+    return f"{result.filename}: valid ({w} warning(s))"
+
+
+def ranges(values: tuple[int, ...]) -> str:
+    """0,1,2,3,6 -> '0-3,6'."""
+    out: list[str] = []
+    start = prev = None
+    for v in (*values, None):
+        if v is not None and prev is not None and v == prev + 1:
+            prev = v
+            continue
+        if start is not None:
+            out.append(str(start) if start == prev else f"{start}-{prev}")
+        start = prev = v
+    return ",".join(out)
+
+
+def replica_lines(r: ReplicaPlan) -> list[str]:
+    mode = {"single": "single-node", "dp": "multi-node data parallel", "ray": "multi-node on Ray"}[r.mode]
+    lines = [
+        f"Replica {r.name} (group {r.group}, {mode}, tp {r.tp} x pp {r.pp} x dp {r.dp}, "
+        f"EP {'on, size ' + str(r.ep_size) if r.ep else 'off'}) -> {r.endpoint}"
+    ]
+    for m in r.members:
+        ranks = (
+            f"  DP ranks {m.dp_start_rank}-{m.dp_start_rank + m.dp_size_local - 1}" if r.mode == "dp" else ""
+        )
+        lines.append(f"  {m.server:<12} {m.role:<10} NPUs {ranges(m.devices)}{ranks}")
+    c = r.capacity
+    lines.append(
+        f"  memory per NPU: weights {c.weights_gib:.1f} + runtime {c.overhead_gib:.1f} + KV "
+        f"{c.kv_gib_per_seq:.2f} per max-length sequence, of a {c.budget_gib:.1f} GiB budget; "
+        f"{c.full_seqs_fit} max-length sequences fit (max_num_seqs {c.max_num_seqs}), headroom "
+        f"{c.headroom_gib:.1f} GiB"
+    )
+    lines.append(f"  startup gate: healthy within {r.startup_timeout_s} s")
+    return lines
+
+
+def plan_lines(plan: SitePlan) -> list[str]:
+    st = plan.stack
+    lines = [
+        f"Site {plan.site}: vllm-ascend {st.vllm_ascend} (vLLM {st.vllm}, CANN {st.cann}, torch {st.torch}, "
+        f"torch_npu {st.torch_npu}, Python {st.python})"
+    ]
+    lines += [f"Image {i.tag}: SOC_VERSION={i.soc_version}, FROM {i.base_image}" for i in plan.images]
+    lines.append(
+        f"Model {plan.model_name} served as '{plan.served_name}': {plan.weights_gib:.1f} GiB of weights "
+        f"({plan.quantization}, {plan.dtype})"
+    )
+    for r in plan.replicas:
+        lines += replica_lines(r)
+    return lines
+
+
+def print_plan(out: Console, plan: SitePlan) -> None:
+    for line in plan_lines(plan):
+        out.print(line, markup=False)

@@ -1,0 +1,228 @@
+"""Assemble the site plan from a structurally valid spec."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from orchestrator.catalog import ModelArch, get_release
+from orchestrator.planning import capacity as cap
+from orchestrator.planning.model import HccnDevice, HostPlan, ImagePlan, ReplicaPlan, SitePlan, StackPlan
+from orchestrator.planning.network import HccnServer, plan_hccn
+from orchestrator.planning.resolve import (
+    ResolvedProfile,
+    effective_dtype,
+    effective_quantization,
+    resolve_profile,
+    served_name,
+)
+from orchestrator.planning.topology import plan_replica
+from orchestrator.spec.findings import Finding, error
+from orchestrator.spec.site import SiteSpec
+
+RAY_PORT = 6379
+
+
+def stack_plan(spec: SiteSpec) -> StackPlan:
+    s = spec.software.vllm_ascend
+    try:
+        r = get_release(s.version)
+        return StackPlan(
+            s.version,
+            s.vllm or r.vllm,
+            s.cann or r.cann,
+            r.torch,
+            s.torch_npu or r.torch_npu,
+            r.triton_ascend,
+            s.python or r.image_python,
+        )
+    except KeyError:  # allowed by allow_unsupported: explicit values are required then
+        return StackPlan(s.version, s.vllm or "", s.cann or "", "", s.torch_npu or "", "", s.python or "")
+
+
+def image_plans(
+    spec: SiteSpec, stack: StackPlan, profiles: dict[str, ResolvedProfile]
+) -> tuple[ImagePlan, ...]:
+    chips = {
+        p.chip.name: p.chip
+        for p in profiles.values()
+        if any(s.profile == p.name and "npu" in s.roles for s in spec.servers)
+    }
+    out = []
+    for name in sorted(chips):
+        chip = chips[name]
+        base_os = spec.image.base_os
+        base = spec.image.base_image or (
+            f"quay.io/ascend/cann:{stack.cann.lower()}-{chip.cann_image_chip}-{base_os}-py{stack.python}"
+        )
+        upstream = f"quay.io/ascend/vllm-ascend:{stack.vllm_ascend}{chip.image_suffix}"
+        tag = f"{spec.image.name}:{stack.vllm_ascend}-{chip.soc_version}"
+        args = {
+            "SOC_VERSION": chip.soc_version,
+            "COMPILE_CUSTOM_KERNELS": "1" if spec.image.compile_custom_kernels else "0",
+            "CANN_VERSION": stack.cann,
+            "VLLM_TAG": stack.vllm,
+            "VLLM_ASCEND_TAG": stack.vllm_ascend,
+        }
+        args.update(spec.image.build_args)
+        out.append(
+            ImagePlan(
+                chip=name,
+                soc_version=chip.soc_version,
+                base_image=base,
+                upstream_image=upstream,
+                tag=tag,
+                build_args=tuple(sorted(args.items())),
+            )
+        )
+    return tuple(out)
+
+
+def _hccn(
+    spec: SiteSpec, profiles: dict[str, ResolvedProfile]
+) -> tuple[dict[str, tuple[HccnDevice, ...]], list[Finding]]:
+    plan = spec.network.hccn
+    if plan is None:
+        return {}, []
+    members = []
+    for i, srv in enumerate(spec.servers):
+        prof = profiles.get(srv.profile or "")
+        if prof is None or not prof.chip.has_roce or "npu" not in srv.roles:
+            continue
+        explicit = tuple(srv.overrides.hccn_addresses) if srv.overrides.hccn_addresses is not None else None
+        members.append(HccnServer(srv.name, i, prof.devices, explicit))
+    return plan_hccn(plan, members)
+
+
+def _ports(
+    spec: SiteSpec, replicas: list[ReplicaPlan]
+) -> tuple[dict[str, list[tuple[int, str]]], list[Finding]]:
+    ports: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for srv in spec.servers:
+        ports[srv.name].append((srv.ssh_port, "ssh"))
+        if "npu" in srv.roles and spec.monitoring.enabled:
+            ports[srv.name].append((spec.monitoring.node_exporter_port, "node_exporter"))
+            ports[srv.name].append((spec.monitoring.npu_exporter_port, "npu-exporter"))
+    for rep in replicas:
+        ports[rep.head.server].append((rep.port, f"replica {rep.name} API"))
+        if rep.mode == "dp":
+            ports[rep.head.server].append((rep.dp_rpc_port, f"replica {rep.name} DP RPC"))
+        if rep.mode == "ray":
+            ports[rep.head.server].append((RAY_PORT, f"replica {rep.name} Ray head"))
+    mon = spec.monitoring.host or next((s.name for s in spec.servers if "monitoring" in s.roles), None)
+    if spec.monitoring.enabled and mon:
+        ports[mon].append((spec.monitoring.prometheus_port, "prometheus"))
+    gw = spec.gateway.host or next((s.name for s in spec.servers if "gateway" in s.roles), None)
+    if spec.gateway.enabled and gw:
+        ports[gw].append((spec.gateway.port, "gateway"))
+    findings: list[Finding] = []
+    index = {s.name: i for i, s in enumerate(spec.servers)}
+    for host, used in ports.items():
+        seen: dict[int, str] = {}
+        for port, what in used:
+            if port in seen and host in index:
+                findings.append(
+                    error(
+                        ("servers", index[host], "name"),
+                        f"port {port} on '{host}' is used by both {seen[port]} and {what}",
+                        "give one of them another port (replica 'port', "
+                        "serving.dp_rpc_port, monitoring.*_port, gateway.port)",
+                        "ports",
+                    )
+                )
+            seen.setdefault(port, what)
+    return ports, findings
+
+
+def _device_overlaps(spec: SiteSpec, replicas: list[ReplicaPlan]) -> list[Finding]:
+    owner: dict[tuple[str, int], str] = {}
+    findings: list[Finding] = []
+    index = {r.name: i for i, r in enumerate(spec.serving.replicas)}
+    for rep in replicas:
+        for m in rep.members:
+            for d in m.devices:
+                key = (m.server, d)
+                if key in owner:
+                    findings.append(
+                        error(
+                            ("serving", "replicas", index[rep.name], "devices"),
+                            f"NPU {d} of '{m.server}' is used by replicas '{owner[key]}' and '{rep.name}'",
+                            "give replicas sharing a server disjoint 'devices' lists",
+                            "topology",
+                        )
+                    )
+                    break
+                owner[key] = rep.name
+    return findings
+
+
+def _groups(spec: SiteSpec, replicas: list[ReplicaPlan]) -> list[Finding]:
+    first: dict[str, ReplicaPlan] = {}
+    index = {r.name: i for i, r in enumerate(spec.serving.replicas)}
+    findings = []
+    for rep in replicas:
+        ref = first.setdefault(rep.group, rep)
+        if ref.profile != rep.profile:
+            findings.append(
+                error(
+                    ("serving", "replicas", index[rep.name], "group"),
+                    f"replica '{rep.name}' "
+                    f"({rep.profile}) and '{ref.name}' ({ref.profile}) are in group '{rep.group}' but "
+                    "use different profiles",
+                    "put them in different groups",
+                    "topology",
+                )
+            )
+    return findings
+
+
+def build_plan(spec: SiteSpec, arch: ModelArch) -> tuple[SitePlan | None, list[Finding]]:
+    profiles = {name: resolve_profile(name, p) for name, p in spec.profiles.items()}
+    servers = {s.name: s for s in spec.servers}
+    findings: list[Finding] = []
+    replicas: list[ReplicaPlan] = []
+    for i in range(len(spec.serving.replicas)):
+        rep, found = plan_replica(i, spec, servers, profiles, arch)
+        findings.extend(found)
+        if rep is not None:
+            replicas.append(rep)
+    findings += _device_overlaps(spec, replicas) + _groups(spec, replicas)
+    hccn, found = _hccn(spec, profiles)
+    findings += found
+    ports, found = _ports(spec, replicas)
+    findings += found
+    if any(f.is_error for f in findings):
+        return None, findings
+    stack = stack_plan(spec)
+    hosts = []
+    for srv in spec.servers:
+        prof = profiles.get(srv.profile or "")
+        hosts.append(
+            HostPlan(
+                name=srv.name,
+                address=str(srv.address),
+                ssh_port=srv.ssh_port,
+                roles=tuple(srv.roles),
+                profile=srv.profile,
+                chip=prof.chip.name if prof else None,
+                devices=prof.devices if prof else 0,
+                hbm_gib=prof.hbm_gib if prof else 0,
+                hccn=hccn.get(srv.name, ()),
+                replicas=tuple(r.name for r in replicas if any(m.server == srv.name for m in r.members)),
+                ports=tuple(sorted(ports.get(srv.name, []))),
+            )
+        )
+    first_chip = profiles[replicas[0].profile].chip
+    quant = effective_quantization(spec.model, arch)
+    plan = SitePlan(
+        site=spec.site,
+        stack=stack,
+        images=image_plans(spec, stack, profiles),
+        hosts=tuple(hosts),
+        replicas=tuple(replicas),
+        model_name=arch.name,
+        served_name=served_name(spec.model),
+        weights_gib=cap.weight_bytes_total(arch, quant) / cap.GIB,
+        quantization=quant,
+        dtype=effective_dtype(spec.model, arch, first_chip),
+    )
+    return plan, findings

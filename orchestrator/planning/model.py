@@ -1,0 +1,156 @@
+"""The site plan: everything derived from the spec that roles consume (they never recompute it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ReplicaMode = Literal["single", "dp", "ray"]
+MemberRole = Literal["head", "headless", "ray-worker"]
+
+
+@dataclass(frozen=True)
+class HccnDevice:
+    index: int
+    address: str
+    netmask: str
+    gateway: str | None
+    netdetect: str | None
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Memory per device (GiB) for one replica; the worst device of the replica."""
+
+    hbm_gib: float
+    budget_gib: float  # hbm x gpu_memory_utilization
+    weights_gib: float
+    overhead_gib: float
+    kv_gib_per_seq: float  # one sequence of max_model_len
+    max_num_seqs: int
+    full_seqs_fit: int  # sequences of max_model_len that fit next to the weights
+
+    @property
+    def kv_budget_gib(self) -> float:
+        return self.budget_gib - self.weights_gib - self.overhead_gib
+
+    @property
+    def fits(self) -> bool:
+        return self.kv_budget_gib >= self.kv_gib_per_seq
+
+    @property
+    def full_concurrency_fits(self) -> bool:
+        return self.full_seqs_fit >= self.max_num_seqs
+
+    @property
+    def headroom_gib(self) -> float:
+        """Budget left after weights, overhead and a full batch of max-length sequences."""
+        return self.kv_budget_gib - self.kv_gib_per_seq * self.max_num_seqs
+
+
+@dataclass(frozen=True)
+class MemberPlan:
+    server: str
+    address: str
+    node_rank: int
+    role: MemberRole
+    devices: tuple[int, ...]
+    dp_size_local: int
+    dp_start_rank: int
+    args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+
+    @property
+    def visible_devices(self) -> str:
+        return ",".join(str(d) for d in self.devices)
+
+
+@dataclass(frozen=True)
+class ReplicaPlan:
+    name: str
+    group: str
+    profile: str
+    chip: str
+    mode: ReplicaMode
+    tp: int
+    pp: int
+    dp: int
+    ep: bool
+    port: int
+    dp_rpc_port: int
+    members: tuple[MemberPlan, ...]
+    capacity: Capacity
+    startup_timeout_s: int
+
+    @property
+    def world_size(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def ep_size(self) -> int:
+        return self.tp * self.dp if self.ep else 1
+
+    @property
+    def head(self) -> MemberPlan:
+        return self.members[0]
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.head.address}:{self.port}/v1"
+
+
+@dataclass(frozen=True)
+class ImagePlan:
+    chip: str
+    soc_version: str
+    base_image: str
+    upstream_image: str
+    tag: str
+    build_args: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class StackPlan:
+    vllm_ascend: str
+    vllm: str
+    cann: str
+    torch: str
+    torch_npu: str
+    triton_ascend: str
+    python: str
+
+
+@dataclass(frozen=True)
+class HostPlan:
+    name: str
+    address: str
+    ssh_port: int
+    roles: tuple[str, ...]
+    profile: str | None
+    chip: str | None
+    devices: int
+    hbm_gib: int
+    hccn: tuple[HccnDevice, ...]
+    replicas: tuple[str, ...]
+    ports: tuple[tuple[int, str], ...]
+
+
+@dataclass(frozen=True)
+class SitePlan:
+    site: str
+    stack: StackPlan
+    images: tuple[ImagePlan, ...]
+    hosts: tuple[HostPlan, ...]
+    replicas: tuple[ReplicaPlan, ...]
+    model_name: str
+    served_name: str
+    weights_gib: float
+    quantization: str
+    dtype: str
+    warnings: tuple[str, ...] = field(default=())
+
+    def host(self, name: str) -> HostPlan:
+        return next(h for h in self.hosts if h.name == name)
+
+    def image_for(self, chip: str) -> ImagePlan:
+        return next(i for i in self.images if i.chip == chip)

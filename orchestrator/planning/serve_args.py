@@ -1,0 +1,148 @@
+"""The `vllm serve` argument list and container environment for each replica member."""
+
+from __future__ import annotations
+
+from orchestrator.spec.serving import Hccl, Serving
+
+DERIVED_ENV = frozenset(
+    {
+        "ASCEND_RT_VISIBLE_DEVICES",
+        "ASCEND_VISIBLE_DEVICES",
+        "HCCL_IF_IP",
+        "HCCL_BUFFSIZE",
+        "HCCL_CONNECT_TIMEOUT",
+        "HCCL_EXEC_TIMEOUT",
+        "HCCL_OP_EXPANSION_MODE",
+        "HCCL_SOCKET_IFNAME",
+        "GLOO_SOCKET_IFNAME",
+        "TP_SOCKET_IFNAME",
+        "HCCL_INTRA_PCIE_ENABLE",
+        "HCCL_INTRA_ROCE_ENABLE",
+        "HCCL_DETERMINISTIC",
+        "LCCL_DETERMINISTIC",
+        "VLLM_API_KEY",
+        "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES",
+    }
+)
+"""Environment variables the plan sets itself; the spec may not set them in serving.env."""
+
+DERIVED_FLAGS = frozenset(
+    {
+        "--host",
+        "--port",
+        "--served-model-name",
+        "--api-key",
+        "--tensor-parallel-size",
+        "-tp",
+        "--pipeline-parallel-size",
+        "-pp",
+        "--data-parallel-size",
+        "-dp",
+        "--data-parallel-size-local",
+        "--data-parallel-start-rank",
+        "--data-parallel-address",
+        "--data-parallel-rpc-port",
+        "--headless",
+        "--enable-expert-parallel",
+        "--quantization",
+        "--dtype",
+        "--max-model-len",
+        "--max-num-seqs",
+        "--max-num-batched-tokens",
+        "--gpu-memory-utilization",
+        "--kv-cache-dtype",
+        "--trust-remote-code",
+        "--enforce-eager",
+        "--distributed-executor-backend",
+        "--model",
+    }
+)
+"""Flags the plan renders from spec fields; extra_args may not repeat them."""
+
+
+def engine_args(
+    *,
+    weights_path: str,
+    serving: Serving,
+    tp: int,
+    pp: int,
+    dp: int,
+    ep: bool,
+    quantization: str,
+    dtype: str,
+    trust_remote_code: bool,
+    backend: str | None,
+) -> list[str]:
+    """Arguments shared by every member that runs an engine."""
+    args = ["serve", weights_path, "--tensor-parallel-size", str(tp)]
+    if pp > 1:
+        args += ["--pipeline-parallel-size", str(pp)]
+    if dp > 1:
+        args += ["--data-parallel-size", str(dp)]
+    if ep:
+        args.append("--enable-expert-parallel")
+    if quantization in ("w8a8", "w4a8"):
+        args += ["--quantization", "ascend"]
+    args += ["--dtype", dtype]
+    args += ["--max-model-len", str(serving.max_model_len), "--max-num-seqs", str(serving.max_num_seqs)]
+    if serving.max_num_batched_tokens is not None:
+        args += ["--max-num-batched-tokens", str(serving.max_num_batched_tokens)]
+    args += ["--gpu-memory-utilization", f"{serving.gpu_memory_utilization:g}"]
+    if serving.kv_cache_dtype != "auto":
+        args += ["--kv-cache-dtype", serving.kv_cache_dtype]
+    if trust_remote_code:
+        args.append("--trust-remote-code")
+    if serving.enforce_eager:
+        args.append("--enforce-eager")
+    if backend is not None:
+        args += ["--distributed-executor-backend", backend]
+    return args
+
+
+def api_args(host: str, port: int, served: str) -> list[str]:
+    return ["--host", host, "--port", str(port), "--served-model-name", served]
+
+
+def dp_args(*, local: int, start_rank: int, head_address: str, rpc_port: int, headless: bool) -> list[str]:
+    args = ["--data-parallel-size-local", str(local)]
+    if headless:
+        args = ["--headless", *args, "--data-parallel-start-rank", str(start_rank)]
+    return [*args, "--data-parallel-address", head_address, "--data-parallel-rpc-port", str(rpc_port)]
+
+
+def member_env(
+    *,
+    devices: tuple[int, ...],
+    world_size: int,
+    hccl: Hccl,
+    if_ip: str,
+    socket_ifname: str | None,
+    ray: bool,
+    extra: dict[str, str],
+) -> list[tuple[str, str]]:
+    env: dict[str, str] = {"ASCEND_RT_VISIBLE_DEVICES": ",".join(str(d) for d in devices)}
+    env["PYTORCH_NPU_ALLOC_CONF"] = "expandable_segments:True"
+    env["TASK_QUEUE_ENABLE"] = "1"
+    if world_size > 1:
+        env["HCCL_IF_IP"] = if_ip
+        env["HCCL_BUFFSIZE"] = str(hccl.buffsize_mb)
+        env["HCCL_CONNECT_TIMEOUT"] = str(hccl.connect_timeout_s)
+        env["HCCL_EXEC_TIMEOUT"] = str(hccl.exec_timeout_s)
+        if hccl.op_expansion_mode:
+            env["HCCL_OP_EXPANSION_MODE"] = hccl.op_expansion_mode
+        if hccl.intra_pcie_enable is not None:
+            env["HCCL_INTRA_PCIE_ENABLE"] = "1" if hccl.intra_pcie_enable else "0"
+        if hccl.intra_roce_enable is not None:
+            env["HCCL_INTRA_ROCE_ENABLE"] = "1" if hccl.intra_roce_enable else "0"
+        ifname = socket_ifname or hccl.socket_ifname
+        if ifname:
+            for key in ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
+                env[key] = ifname
+        if hccl.deterministic:
+            env["HCCL_DETERMINISTIC"] = "true"
+            env["LCCL_DETERMINISTIC"] = "1"
+    if ray:
+        env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] = "1"
+    for key in sorted(extra):
+        env[key] = extra[key]
+    return list(env.items())

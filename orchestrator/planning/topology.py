@@ -1,0 +1,351 @@
+"""Replica topology: members, devices, parallel layout, DP ranks, arguments, capacity."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orchestrator.catalog import ModelArch
+from orchestrator.planning import capacity as cap
+from orchestrator.planning import serve_args
+from orchestrator.planning.gates import startup_timeout_s
+from orchestrator.planning.model import Capacity, MemberPlan, MemberRole, ReplicaMode, ReplicaPlan
+from orchestrator.planning.resolve import (
+    ResolvedProfile,
+    effective_dtype,
+    effective_parallelism,
+    effective_quantization,
+    served_name,
+)
+from orchestrator.spec.findings import Finding, SpecPath, error, warning
+from orchestrator.spec.hardware import Server
+from orchestrator.spec.serving import Parallelism, Replica
+from orchestrator.spec.site import SiteSpec
+
+
+@dataclass(frozen=True)
+class _Layout:
+    mode: ReplicaMode
+    devices: tuple[int, ...]
+    dp_local: int
+
+
+def _suggest_layouts(total: int, tp: int, pp: int) -> str:
+    options = []
+    if total % (tp * pp) == 0:
+        options.append(f"dp: {total // (tp * pp)} (tp {tp} x pp {pp} x dp {total // (tp * pp)} = {total})")
+    if total % pp == 0 and pp > 1:
+        options.append(f"tp: {total // pp} with dp: 1")
+    options.append("or list the devices this replica uses in 'devices'")
+    return "set " + ", ".join(options)
+
+
+def _check_layout(
+    path: SpecPath, replica: Replica, par: Parallelism, prof: ResolvedProfile, arch: ModelArch
+) -> tuple[_Layout | None, list[Finding]]:
+    findings: list[Finding] = []
+    devices = tuple(replica.devices) if replica.devices is not None else tuple(range(prof.devices))
+    bad = [d for d in devices if d < 0 or d >= prof.devices]
+    if bad or len(set(devices)) != len(devices) or not devices:
+        findings.append(
+            error(
+                (*path, "devices"),
+                f"device list {list(devices)} is not a set of distinct indices "
+                f"in 0..{prof.devices - 1} ({prof.describe()})",
+                "list each device index once, within the server's devices",
+                "topology",
+            )
+        )
+        return None, findings
+    local = len(devices)
+    nodes = len(replica.servers)
+    total = local * nodes
+    world = par.tp * par.pp * par.dp
+    ppath: SpecPath = (*path, "parallelism") if replica.parallelism else ("serving", "parallelism")
+    if world != total:
+        findings.append(
+            error(
+                ppath,
+                f"tp x pp x dp = {par.tp} x {par.pp} x {par.dp} = {world}, but replica "
+                f"'{replica.name}' owns {total} NPU devices ({nodes} server(s) x {local})",
+                _suggest_layouts(total, par.tp, par.pp),
+                "topology",
+            )
+        )
+    if arch.heads % par.tp:
+        findings.append(
+            error(
+                (*ppath, "tp"),
+                f"{arch.name} has {arch.heads} attention heads, which tp={par.tp} does not divide",
+                f"use a tp that divides {arch.heads}",
+                "topology",
+            )
+        )
+    if arch.attention == "gqa" and arch.kv_heads % par.tp and par.tp % arch.kv_heads:
+        findings.append(
+            error(
+                (*ppath, "tp"),
+                f"{arch.name} has {arch.kv_heads} KV heads: tp={par.tp} must divide "
+                "them, or be a multiple of them (vLLM then replicates KV heads)",
+                f"use a tp that divides {arch.kv_heads} or is a multiple of it",
+                "topology",
+            )
+        )
+    if par.pp > arch.layers:
+        findings.append(
+            error(
+                (*ppath, "pp"),
+                f"pp={par.pp} exceeds the {arch.layers} layers of {arch.name}",
+                "lower pp",
+                "topology",
+            )
+        )
+    if par.ep and not arch.moe:
+        findings.append(
+            error(
+                (*ppath, "ep"),
+                f"expert parallelism needs a mixture-of-experts model; {arch.name} is dense",
+                "set ep: false",
+                "topology",
+            )
+        )
+    mode: ReplicaMode = "single"
+    if nodes > 1:
+        mode = "ray" if (par.pp > 1 or par.tp > local) else "dp"
+        if par.tp > local and not replica.multi_node_tp:
+            findings.append(
+                error(
+                    (*ppath, "tp"),
+                    f"tp={par.tp} spans servers ({local} devices per member); "
+                    "tensor parallelism across servers runs over RoCE and needs Ray",
+                    f"use tp <= {local} with more dp ranks, or set multi_node_tp: true on the replica",
+                    "topology",
+                )
+            )
+        if mode == "dp" and local % par.tp:
+            findings.append(
+                error(
+                    (*ppath, "tp"),
+                    f"each member has {local} devices, not a multiple of tp={par.tp}: "
+                    "a DP rank cannot straddle servers",
+                    f"use a tp that divides {local}",
+                    "topology",
+                )
+            )
+        if mode == "ray" and par.dp > 1:
+            findings.append(
+                error(
+                    (*ppath, "dp"),
+                    "a multi-server replica with pipeline or cross-server tensor "
+                    "parallelism runs on Ray, which this pipeline deploys with dp=1 only",
+                    "use dp: 1, or drop pp/multi-node tp and scale with dp",
+                    "topology",
+                )
+            )
+    if any(f.is_error for f in findings):
+        return None, findings
+    dp_local = local // par.tp if mode != "ray" else 0
+    return _Layout(mode, devices, dp_local), findings
+
+
+def plan_replica(
+    index: int,
+    spec: SiteSpec,
+    servers: dict[str, Server],
+    profiles: dict[str, ResolvedProfile],
+    arch: ModelArch,
+) -> tuple[ReplicaPlan | None, list[Finding]]:
+    replica = spec.serving.replicas[index]
+    path: SpecPath = ("serving", "replicas", index)
+    members = [servers[s] for s in replica.servers]
+    names = {m.profile for m in members}
+    if len(names) != 1 or None in names:
+        return None, [
+            error(
+                (*path, "servers"),
+                f"servers of replica '{replica.name}' use different or no "
+                f"hardware profiles ({', '.join(sorted(str(n) for n in names))})",
+                "put servers of one profile in a replica",
+                "topology",
+            )
+        ]
+    prof = profiles[str(members[0].profile)]
+    par = effective_parallelism(spec.serving, replica)
+    layout, findings = _check_layout(path, replica, par, prof, arch)
+    if layout is None:
+        return None, findings
+    quant = effective_quantization(spec.model, arch)
+    dtype = effective_dtype(spec.model, arch, prof.chip)
+    if dtype == "bfloat16" and not prof.chip.supports_bf16:
+        findings.append(
+            error(
+                ("model", "dtype"),
+                f"{prof.chip.name} has no bfloat16 support",
+                "set model.dtype: float16",
+                "model",
+            )
+        )
+    kv_bytes = 1 if spec.serving.kv_cache_dtype == "int8" else 2
+    hccl = spec.serving.hccl
+    capacity = cap.plan_capacity(
+        arch,
+        quant,
+        kv_bytes,
+        cap.Layout(par.tp, par.pp, par.dp, par.ep),
+        prof.hbm_gib,
+        spec.serving.gpu_memory_utilization,
+        spec.serving.max_model_len,
+        spec.serving.max_num_seqs,
+        hccl.buffsize_mb,
+    )
+    findings.extend(_capacity_findings(path, spec, replica, prof, arch, quant, kv_bytes, capacity))
+    port = replica.port or spec.serving.port
+    head = members[0]
+    backend = "ray" if layout.mode == "ray" else None
+    engine = serve_args.engine_args(
+        weights_path=spec.model.weights_path,
+        serving=spec.serving,
+        tp=par.tp,
+        pp=par.pp,
+        dp=par.dp,
+        ep=par.ep,
+        quantization=quant,
+        dtype=dtype,
+        trust_remote_code=spec.model.trust_remote_code,
+        backend=backend,
+    )
+    plans: list[MemberPlan] = []
+    for rank, member in enumerate(members):
+        headless = rank > 0
+        args: list[str] = []
+        if layout.mode != "ray" or not headless:
+            args = list(engine)
+            if not headless:
+                args += serve_args.api_args(str(member.address), port, served_name(spec.model))
+            if layout.mode == "dp":
+                args += serve_args.dp_args(
+                    local=layout.dp_local,
+                    start_rank=rank * layout.dp_local,
+                    head_address=str(head.address),
+                    rpc_port=spec.serving.dp_rpc_port,
+                    headless=headless,
+                )
+            args += spec.serving.extra_args
+        ov = member.overrides
+        env = serve_args.member_env(
+            devices=layout.devices,
+            world_size=par.tp * par.pp * par.dp,
+            hccl=hccl,
+            if_ip=str(ov.hccl_if_ip or member.address),
+            socket_ifname=ov.socket_ifname,
+            ray=layout.mode == "ray",
+            extra=spec.serving.env,
+        )
+        role: MemberRole = "head" if not headless else ("ray-worker" if layout.mode == "ray" else "headless")
+        plans.append(
+            MemberPlan(
+                server=member.name,
+                address=str(member.address),
+                node_rank=rank,
+                role=role,
+                devices=layout.devices,
+                dp_size_local=layout.dp_local,
+                dp_start_rank=rank * layout.dp_local,
+                args=tuple(args),
+                env=tuple(env),
+            )
+        )
+    weights_per_server = capacity.weights_gib * len(layout.devices)
+    timeout = spec.rollout.gates.startup_timeout_s or startup_timeout_s(
+        weights_per_server, spec.rollout.gates.weights_read_mb_s, spec.serving.enforce_eager
+    )
+    plan = ReplicaPlan(
+        name=replica.name,
+        group=replica.group,
+        profile=prof.name,
+        chip=prof.chip.name,
+        mode=layout.mode,
+        tp=par.tp,
+        pp=par.pp,
+        dp=par.dp,
+        ep=par.ep,
+        port=port,
+        dp_rpc_port=spec.serving.dp_rpc_port,
+        members=tuple(plans),
+        capacity=capacity,
+        startup_timeout_s=timeout,
+    )
+    return plan, findings
+
+
+def _capacity_findings(
+    path: SpecPath,
+    spec: SiteSpec,
+    replica: Replica,
+    prof: ResolvedProfile,
+    arch: ModelArch,
+    quant: str,
+    kv_bytes: int,
+    c: Capacity,
+) -> list[Finding]:
+    serving = spec.serving
+    devices = (len(replica.devices) if replica.devices is not None else prof.devices) * len(replica.servers)
+    have = f"this replica has {devices} x {prof.hbm_gib} GB"
+    qname = {"none": arch.default_dtype.upper(), "w8a8": "W8A8", "w4a8": "W4A8"}[quant]
+    if c.budget_gib < c.weights_gib + c.overhead_gib:
+        missing = c.weights_gib + c.overhead_gib - c.budget_gib
+        need = cap.servers_needed(
+            arch,
+            quant,
+            kv_bytes,
+            prof.devices,
+            prof.hbm_gib,
+            serving.gpu_memory_utilization,
+            serving.max_model_len,
+            serving.hccl.buffsize_mb,
+        )
+        total_gib = cap.weight_bytes_total(arch, quant) / cap.GIB
+        if need is not None:
+            servers = f"{need} {prof.chip.product} servers ({need * prof.devices} x {prof.hbm_gib} GB)"
+            fix = f"give the replica at least {need} servers and spread the model over all their devices"
+        else:
+            servers = f"more than 64 {prof.chip.product} servers"
+            fix = "use a quantized variant or a larger profile"
+        if arch.moe and not (replica.parallelism or serving.parallelism).ep:
+            fix += "; enable expert parallelism (ep: true) so experts are split across all devices"
+        return [
+            error(
+                (*path, "servers"),
+                f"{arch.name} {qname} ({total_gib:.0f} GiB of weights) needs at least {servers}; {have}: "
+                f"{c.weights_gib:.1f} GiB of weights + {c.overhead_gib:.1f} GiB runtime per device exceed "
+                f"the {c.budget_gib:.1f} GiB budget ({prof.hbm_gib} GB x gpu_memory_utilization "
+                f"{serving.gpu_memory_utilization:g}) by {missing:.1f} GiB",
+                fix,
+                "capacity",
+            )
+        ]
+    if not c.fits:
+        fit_len = cap.max_len_that_fits(c, serving.max_model_len)
+        return [
+            error(
+                ("serving", "max_model_len"),
+                f"replica '{replica.name}': one sequence of max_model_len {serving.max_model_len} needs "
+                f"{c.kv_gib_per_seq:.2f} GiB of KV cache per device, but only {max(c.kv_budget_gib, 0):.2f} "
+                "GiB is left after weights and runtime",
+                f"lower max_model_len to {fit_len} or less, raise gpu_memory_utilization, or add devices"
+                if fit_len
+                else "add devices or use a quantized model",
+                "capacity",
+            )
+        ]
+    if not c.full_concurrency_fits:
+        return [
+            warning(
+                ("serving", "max_num_seqs"),
+                f"replica '{replica.name}': the KV cache holds {c.full_seqs_fit} sequences of "
+                f"max_model_len {serving.max_model_len}, fewer than max_num_seqs {serving.max_num_seqs}; "
+                "vLLM will queue or preempt long requests at full load",
+                f"lower max_num_seqs to {c.full_seqs_fit} or max_model_len, or accept the queueing",
+                "capacity",
+            )
+        ]
+    return []

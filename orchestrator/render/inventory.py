@@ -1,0 +1,247 @@
+"""Turn a validated spec and its plan into Ansible inventory content (plain dicts, deterministic order).
+
+Layout written by the renderer:
+  hosts.yml               groups only (npu, build, gateway, monitoring, replica_<name>, rollout_<group>)
+  group_vars/all.yml      site-wide settings (SSH, versions, model, rollout, monitoring, drift)
+  group_vars/npu.yml      host-layer settings shared by NPU servers (packages, tuning, HCCN options)
+  host_vars/<host>.yml    everything per host: address, chip, HCCN addresses, serving instances
+Secrets stay references ('env:NAME' / 'file:PATH'); roles resolve them on the controller at run time.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SitePlan
+from orchestrator.spec.site import SiteSpec
+from orchestrator.spec.software import PackageSource
+
+Files = dict[str, dict[str, Any]]
+
+
+def _package(pkg: PackageSource) -> dict[str, Any]:
+    location = pkg.path if pkg.path is not None else str(pkg.url)
+    return {
+        "version": pkg.version,
+        "source": "controller" if pkg.path is not None else "url",
+        "location": location,
+        "filename": PurePosixPath(
+            pkg.path if pkg.path is not None else str(pkg.url.path if pkg.url else "")
+        ).name,
+        "sha256": pkg.sha256,
+    }
+
+
+def _groups(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
+    children: dict[str, Any] = {}
+    for role in ("npu", "build", "gateway", "monitoring"):
+        hosts = [s.name for s in spec.servers if role in s.roles]
+        if role == "build" and not hosts and spec.image.build_host is None:
+            hosts = [next(s.name for s in spec.servers if "npu" in s.roles)]
+        if role == "build" and spec.image.build_host:
+            hosts = [spec.image.build_host]
+        children[role] = {"hosts": dict.fromkeys(hosts)}
+    groups: dict[str, list[str]] = {}
+    for rep in plan.replicas:
+        children[f"replica_{rep.name}".replace("-", "_")] = {"hosts": {m.server: None for m in rep.members}}
+        groups.setdefault(rep.group, []).append(f"replica_{rep.name}".replace("-", "_"))
+    for group, reps in groups.items():
+        children[f"rollout_{group}".replace("-", "_")] = {"children": dict.fromkeys(reps)}
+    return {"all": {"children": children}}
+
+
+def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any]:
+    ssh = spec.ssh
+    out: dict[str, Any] = {
+        "orchestrator_site": spec.site,
+        "orchestrator_spec_sha256": spec_sha256,
+        "ansible_user": ssh.user,
+        "ansible_become": ssh.become or ssh.user != "root",
+        "ansible_ssh_host_key_checking": ssh.host_key_checking,
+    }
+    if ssh.key_file:
+        out["ansible_ssh_private_key_file"] = ssh.key_file
+    if ssh.known_hosts_file:
+        out["ansible_ssh_common_args"] = f"-o UserKnownHostsFile={ssh.known_hosts_file}"
+    st = plan.stack
+    out.update(
+        {
+            "orchestrator_stack": {
+                "vllm_ascend": st.vllm_ascend,
+                "vllm": st.vllm,
+                "cann": st.cann,
+                "torch": st.torch,
+                "torch_npu": st.torch_npu,
+                "triton_ascend": st.triton_ascend,
+                "python": st.python,
+            },
+            "vllm_image_name": spec.image.name,
+            "vllm_image_tag_policy": spec.image.tag_policy,
+            "vllm_image_registry": None
+            if spec.image.registry is None
+            else {
+                "url": spec.image.registry.url,
+                "username": spec.image.registry.username,
+                "password_ref": spec.image.registry.password,
+                "insecure": spec.image.registry.insecure,
+            },
+            "vllm_image_builds": [
+                {
+                    "chip": i.chip,
+                    "soc_version": i.soc_version,
+                    "base_image": i.base_image,
+                    "upstream_image": i.upstream_image,
+                    "tag": i.tag,
+                    "build_args": dict(i.build_args),
+                }
+                for i in plan.images
+            ],
+            "model_weights_name": plan.model_name,
+            "model_weights_path": spec.model.weights_path,
+            "model_weights_source": spec.model.source.type,
+            "model_weights_location": spec.model.source.location,
+            "model_weights_manifest_sha256": spec.model.source.manifest_sha256,
+            "model_weights_size_gib": round(plan.weights_gib, 1),
+            "vllm_serve_served_name": plan.served_name,
+            "vllm_serve_api_key_ref": spec.serving.api_key,
+            "vllm_serve_quantization": plan.quantization,
+            "vllm_serve_dtype": plan.dtype,
+            "vllm_serve_health_interval_s": spec.rollout.gates.health_interval_s,
+            "rollout_canary": spec.rollout.canary,
+            "rollout_batch_size": spec.rollout.batch_size,
+            "rollout_max_fail_percentage": spec.rollout.max_fail_percentage,
+            "rollout_min_available": spec.rollout.min_available,
+            "rollout_auto_rollback": spec.rollout.auto_rollback,
+            "rollout_smoke_prompts": spec.rollout.gates.smoke_prompts,
+            "rollout_accuracy_tolerance": spec.rollout.gates.accuracy_tolerance,
+            "rollout_max_error_rate": spec.rollout.gates.max_error_rate,
+            "rollout_replicas": [_replica_summary(r) for r in plan.replicas],
+            "gateway_enabled": spec.gateway.enabled,
+            "gateway_port": spec.gateway.port,
+            "gateway_policy": spec.gateway.policy,
+            "monitoring_enabled": spec.monitoring.enabled,
+            "monitoring_prometheus_port": spec.monitoring.prometheus_port,
+            "monitoring_node_exporter_port": spec.monitoring.node_exporter_port,
+            "monitoring_npu_exporter_port": spec.monitoring.npu_exporter_port,
+            "monitoring_scrape_interval_s": spec.monitoring.scrape_interval_s,
+            "monitoring_retention_days": spec.monitoring.retention_days,
+            "drift_enabled": spec.drift.enabled,
+            "drift_schedule": spec.drift.schedule,
+            "drift_fail_on_drift": spec.drift.fail_on_drift,
+            "drift_outputs": [{"type": o.type, "path": o.path, "url_ref": o.url} for o in spec.drift.outputs],
+        }
+    )
+    return out
+
+
+def _replica_summary(rep: ReplicaPlan) -> dict[str, Any]:
+    return {
+        "name": rep.name,
+        "group": rep.group,
+        "head": rep.head.server,
+        "endpoint": rep.endpoint,
+        "members": [m.server for m in rep.members],
+        "mode": rep.mode,
+        "port": rep.port,
+        "startup_timeout_s": rep.startup_timeout_s,
+    }
+
+
+def _npu_vars(spec: SiteSpec) -> dict[str, Any]:
+    sw, t = spec.software, spec.tuning
+    hccn = spec.network.hccn
+    return {
+        "npu_driver_package": _package(sw.driver),
+        "npu_firmware_package": _package(sw.firmware),
+        "npu_cann_package": _package(sw.cann) if sw.cann else None,
+        "host_tuning_cpu_governor": t.cpu_governor,
+        "host_tuning_sysctls": {k: t.sysctls[k] for k in sorted(t.sysctls)},
+        "host_tuning_transparent_hugepages": t.transparent_hugepages,
+        "host_tuning_irqbalance": t.irqbalance,
+        "host_tuning_hugepages_size_kb": t.hugepages.size_kb,
+        "host_tuning_hugepages_count": t.hugepages.count,
+        "host_tuning_rdma_modules": {m: dict(sorted(o.items())) for m, o in sorted(t.rdma_modules.items())},
+        "hccn_network_tls": hccn.tls if hccn else False,
+        "hccn_network_mtu": hccn.mtu if hccn else None,
+    }
+
+
+def _instance(spec: SiteSpec, plan: SitePlan, rep: ReplicaPlan, m: MemberPlan, chip: str) -> dict[str, Any]:
+    image = plan.image_for(chip)
+    return {
+        "replica": rep.name,
+        "group": rep.group,
+        "role": m.role,
+        "mode": rep.mode,
+        "node_rank": m.node_rank,
+        "container_name": f"vllm-{rep.name}",
+        "image": image.tag,
+        "port": rep.port if m.role == "head" else None,
+        "head_address": rep.head.address,
+        "devices": list(m.devices),
+        "visible_devices": m.visible_devices,
+        "dp_size_local": m.dp_size_local,
+        "dp_start_rank": m.dp_start_rank,
+        "args": list(m.args),
+        "env": dict(m.env),
+        "startup_timeout_s": rep.startup_timeout_s,
+    }
+
+
+def _host_vars(spec: SiteSpec, plan: SitePlan, host: HostPlan) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "ansible_host": host.address,
+        "ansible_port": host.ssh_port,
+        "orchestrator_roles": list(host.roles),
+    }
+    srv = next(s for s in spec.servers if s.name == host.name)
+    if srv.labels:
+        out["orchestrator_labels"] = dict(sorted(srv.labels.items()))
+    if host.chip is not None:
+        image = plan.image_for(host.chip) if any(i.chip == host.chip for i in plan.images) else None
+        out.update(
+            {
+                "npu_profile": host.profile,
+                "npu_chip": host.chip,
+                "npu_device_count": host.devices,
+                "npu_hbm_gib": host.hbm_gib,
+                "npu_soc_version": image.soc_version if image else None,
+                "hccn_network_devices": [
+                    {
+                        "index": d.index,
+                        "address": d.address,
+                        "netmask": d.netmask,
+                        "gateway": d.gateway,
+                        "netdetect": d.netdetect,
+                    }
+                    for d in host.hccn
+                ],
+            }
+        )
+        ov = srv.overrides
+        if ov.cpu_governor:
+            out["host_tuning_cpu_governor"] = ov.cpu_governor
+        if ov.sysctls:
+            merged = {**spec.tuning.sysctls, **ov.sysctls}
+            out["host_tuning_sysctls"] = {k: merged[k] for k in sorted(merged)}
+    out["orchestrator_ports"] = [{"port": p, "service": s} for p, s in host.ports]
+    out["vllm_serve_instances"] = [
+        _instance(spec, plan, rep, m, host.chip or "")
+        for rep in plan.replicas
+        for m in rep.members
+        if m.server == host.name
+    ]
+    return out
+
+
+def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
+    """Relative path -> YAML content, in a fixed order."""
+    files: Files = {
+        "hosts.yml": _groups(spec, plan),
+        "group_vars/all.yml": _all_vars(spec, plan, spec_sha256),
+        "group_vars/npu.yml": _npu_vars(spec),
+    }
+    for host in plan.hosts:
+        files[f"host_vars/{host.name}.yml"] = _host_vars(spec, plan, host)
+    return files

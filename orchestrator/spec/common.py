@@ -1,0 +1,54 @@
+"""Shared building blocks for the site spec models: strict base model, names, secret references."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
+
+Name = Annotated[
+    str,
+    StringConstraints(pattern=NAME_PATTERN),
+    Field(description="Lower-case DNS label: letters, digits and '-', 1-63 characters."),
+]
+
+_ENV_REF = re.compile(r"^env:[A-Za-z_][A-Za-z0-9_]*$")
+_FILE_REF = re.compile(r"^file:\S.*$")
+
+
+class SpecModel(BaseModel):
+    """Base of every spec section: unknown keys are errors, values are immutable after validation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+def _check_secret_ref(value: str) -> str:
+    if _ENV_REF.match(value) or _FILE_REF.match(value):
+        return value
+    # Never echo the value: it may be the secret itself.
+    raise ValueError(
+        "inline secrets are not allowed; reference the secret instead: 'env:NAME' (an environment "
+        "variable on the controller) or 'file:PATH' (a file readable by the controller)"
+    )
+
+
+SecretRef = Annotated[
+    str,
+    AfterValidator(_check_secret_ref),
+    Field(
+        description="Reference to a secret: 'env:NAME' or 'file:PATH'. Inline values are rejected.",
+        json_schema_extra={"pattern": r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:\S.*)$"},
+    ),
+]
+
+SECRET_FIELD_NAMES = frozenset({"api_key", "password", "token", "secret"})
+"""Field names whose input must never be printed in an error message."""
+
+
+def secret_kind(ref: str) -> tuple[str, str]:
+    """Split a validated secret reference into ('env'|'file', target)."""
+    kind, _, target = ref.partition(":")
+    return kind, target

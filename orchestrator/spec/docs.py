@@ -1,0 +1,88 @@
+"""Generate the spec reference (docs/spec.md) from the pydantic models, so it cannot go stale silently."""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from orchestrator.spec.site import SiteSpec
+
+
+def _type_name(annotation: Any) -> str:
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
+        return _type_name(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        return " \\| ".join(_type_name(a) for a in get_args(annotation))
+    if origin is Literal:
+        return " \\| ".join(f"`{a}`" for a in get_args(annotation))
+    if origin is list:
+        return f"list of {_type_name(get_args(annotation)[0])}"
+    if origin is dict:
+        k, v = get_args(annotation)
+        return f"map {_type_name(k)} → {_type_name(v)}"
+    if annotation is type(None):
+        return "null"
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return f"[{annotation.__name__}](#{annotation.__name__.lower()})"
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _default(field: FieldInfo) -> str:
+    if field.is_required():
+        return "**required**"
+    if field.default_factory is not None:
+        try:
+            value = field.default_factory()  # type: ignore[call-arg]
+        except TypeError:
+            return "(computed)"
+        if isinstance(value, BaseModel):
+            return "(section defaults)"
+        return f"`{value!r}`" if value not in ({}, []) else "empty"
+    if field.default is PydanticUndefined:
+        return ""
+    return f"`{field.default!r}`" if field.default is not None else "null"
+
+
+def _models(root: type[BaseModel]) -> list[type[BaseModel]]:
+    seen: list[type[BaseModel]] = []
+
+    def visit(annotation: Any) -> None:
+        origin = get_origin(annotation)
+        if origin is not None:
+            for arg in get_args(annotation):
+                visit(arg)
+            return
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel) and annotation not in seen:
+            seen.append(annotation)
+            for f in annotation.model_fields.values():
+                visit(f.annotation)
+
+    visit(root)
+    return seen
+
+
+def spec_reference() -> str:
+    lines = [
+        "# Site spec reference",
+        "",
+        "Generated from the pydantic models by `orchestrator docs --write`; a test fails when it is stale.",
+        "Unknown keys are errors everywhere. Secrets are references: `env:NAME` or `file:PATH`.",
+        "",
+    ]
+    for model in _models(SiteSpec):
+        lines += [f"## {model.__name__}", ""]
+        doc = (model.__doc__ or "").strip()
+        if doc:
+            lines += [" ".join(doc.split()), ""]
+        lines += ["| key | type | default | description |", "|---|---|---|---|"]
+        for name, field in model.model_fields.items():
+            desc = (field.description or "").replace("|", "\\|")
+            lines.append(f"| `{name}` | {_type_name(field.annotation)} | {_default(field)} | {desc} |")
+        lines.append("")
+    return "\n".join(lines)

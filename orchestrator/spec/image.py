@@ -1,0 +1,40 @@
+"""The vLLM-Ascend serving image: where it is built and how it is shipped."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from orchestrator.spec.common import SecretRef, SpecModel
+
+
+class Registry(SpecModel):
+    url: str = Field(description="Registry host[:port]/namespace, e.g. registry.example.com/ai.")
+    username: str | None = None
+    password: SecretRef | None = Field(None, description="Secret reference (env:NAME or file:PATH).")
+    insecure: bool = False
+
+
+class Image(SpecModel):
+    build_host: str | None = Field(
+        None, description="Server that builds the image (default: the first server with role 'build')."
+    )
+    name: str = Field("vllm-ascend-site", pattern=r"^[a-z0-9][a-z0-9._/-]*$", description="Image repository.")
+    registry: Registry | None = Field(
+        None, description="Push to and pull from this registry; default: ship the image as a tarball."
+    )
+    base_os: Literal["ubuntu22.04", "openeuler24.03"] = Field(
+        "ubuntu22.04", description="OS of the CANN base image (container OS, independent of the host OS)."
+    )
+    base_image: str | None = Field(
+        None, description="CANN base image; default derived from the matrix (quay.io/ascend/cann:...)."
+    )
+    build_args: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra docker build args (PIP_INDEX_URL, ...). Derived ones are fixed.",
+    )
+    tag_policy: Literal["digest", "version"] = Field(
+        "digest", description="digest: deploy by content digest (immutable); version: by tag."
+    )
+    compile_custom_kernels: bool = Field(True, description="COMPILE_CUSTOM_KERNELS build arg.")

@@ -1,0 +1,56 @@
+"""The model to serve: a catalog entry or a custom architecture, and where its weights live."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from orchestrator.spec.common import SpecModel
+
+
+class CustomArchitecture(SpecModel):
+    """Architecture facts for a model not in the catalog (used for capacity and parallelism checks)."""
+
+    family: str = Field("custom", description="Model family, e.g. qwen2, llama, deepseek_v3.")
+    params_b: float = Field(gt=0, description="Total parameters in billions.")
+    expert_params_b: float = Field(0.0, ge=0, description="Routed-expert parameters (MoE) in billions.")
+    layers: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    heads: int = Field(ge=1)
+    kv_heads: int = Field(ge=1)
+    head_dim: int | None = Field(None, ge=1, description="Default: hidden_size / heads.")
+    moe: bool = False
+    attention: Literal["mla", "gqa"] = "gqa"
+    kv_lora_rank: int = Field(0, ge=0)
+    qk_rope_head_dim: int = Field(0, ge=0)
+    max_position_embeddings: int = Field(32768, ge=1)
+    default_dtype: Literal["bfloat16", "float16"] = "bfloat16"
+
+
+class WeightsSource(SpecModel):
+    type: Literal["staged", "controller", "url"] = Field(
+        "staged",
+        description="staged: already on every server at weights_path; controller: copied from a controller "
+        "path; url: fetched once, then distributed.",
+    )
+    location: str | None = Field(None, description="Controller path or URL (not for 'staged').")
+    manifest_sha256: str | None = Field(
+        None, pattern=r"^[0-9a-f]{64}$", description="sha256 of the checksum manifest of the weight files."
+    )
+
+
+class Model(SpecModel):
+    name: str = Field(description="Catalog entry (e.g. DeepSeek-R1-W8A8) or any name with `architecture`.")
+    architecture: CustomArchitecture | None = Field(
+        None, description="Required when name is not in the catalog."
+    )
+    weights_path: str = Field(pattern=r"^/", description="Absolute directory of the weights on each server.")
+    source: WeightsSource = Field(default_factory=WeightsSource)
+    quantization: Literal["none", "w8a8", "w4a8"] | None = Field(
+        None,
+        description="Weight quantization (msmodelslim W8A8/W4A8 -> --quantization ascend); default: catalog.",
+    )
+    dtype: Literal["auto", "bfloat16", "float16"] = "auto"
+    served_name: str | None = Field(None, description="--served-model-name; default: the model name.")
+    trust_remote_code: bool = True

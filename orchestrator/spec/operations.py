@@ -1,0 +1,79 @@
+"""Rollout policy, gateway, monitoring and drift schedule."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from orchestrator.spec.common import SecretRef, SpecModel
+
+
+class Gates(SpecModel):
+    startup_timeout_s: int | None = Field(
+        None, ge=30, description="Max wait for /health after start; default derived from weight size."
+    )
+    health_interval_s: int = Field(10, ge=1)
+    weights_read_mb_s: int = Field(
+        1000, ge=10, description="Assumed weight read throughput per server, for the derived startup timeout."
+    )
+    smoke_prompts: int = Field(
+        3, ge=0, description="Completions that must succeed before a replica is routable."
+    )
+    accuracy_tolerance: float = Field(
+        0.005, ge=0, le=1, description="Max relative deviation of reference logprobs vs the previous release."
+    )
+    max_error_rate: float = Field(0.0, ge=0, le=1, description="Smoke-test error rate that fails the gate.")
+
+
+class Rollout(SpecModel):
+    canary: int = Field(1, ge=0, description="Replicas in the first batch (0: no canary batch).")
+    batch_size: int | str = Field(
+        1,
+        description="Replicas per later batch: a number or a percentage such as '25%'.",
+        union_mode="left_to_right",
+    )
+    max_fail_percentage: int = Field(0, ge=0, le=100)
+    min_available: int | None = Field(
+        None, ge=0, description="Replicas that must stay serving during a rollout."
+    )
+    auto_rollback: bool = True
+    gates: Gates = Field(default_factory=Gates)
+
+
+class Gateway(SpecModel):
+    enabled: bool = False
+    host: str | None = Field(None, description="Server with role 'gateway' (default: the first such server).")
+    port: int = Field(8080, ge=1, le=65535)
+    policy: Literal["least_outstanding", "round_robin"] = "least_outstanding"
+
+
+class Monitoring(SpecModel):
+    enabled: bool = True
+    host: str | None = Field(None, description="Server with role 'monitoring' (default: first such server).")
+    prometheus_port: int = Field(9090, ge=1, le=65535)
+    node_exporter_port: int = Field(9100, ge=1, le=65535)
+    npu_exporter_port: int = Field(8082, ge=1, le=65535)
+    scrape_interval_s: int = Field(15, ge=1)
+    retention_days: int = Field(15, ge=1)
+
+
+class DriftOutput(SpecModel):
+    type: Literal["file", "webhook"] = "file"
+    path: str | None = Field(None, description="For 'file': report directory on the controller.")
+    url: SecretRef | None = Field(
+        None, description="For 'webhook': reference to the URL (it may embed a token)."
+    )
+
+
+def _default_outputs() -> list[DriftOutput]:
+    return [DriftOutput(type="file", path="drift-reports")]
+
+
+class Drift(SpecModel):
+    enabled: bool = True
+    schedule: str = Field(
+        "0 */6 * * *", description="Cron expression (5 fields) for `orchestrator drift` under a timer."
+    )
+    outputs: list[DriftOutput] = Field(default_factory=_default_outputs)
+    fail_on_drift: bool = Field(True, description="Exit non-zero when drift is found.")

@@ -1,0 +1,73 @@
+"""Serving: replicas, parallelism, vLLM engine limits, HCCL settings."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from orchestrator.spec.common import Name, SecretRef, SpecModel
+
+
+class Parallelism(SpecModel):
+    tp: int = Field(1, ge=1, description="--tensor-parallel-size.")
+    pp: int = Field(1, ge=1, description="--pipeline-parallel-size.")
+    dp: int = Field(1, ge=1, description="--data-parallel-size (engine ranks across the replica).")
+    ep: bool = Field(False, description="--enable-expert-parallel (MoE only); EP size = tp x dp.")
+
+
+class Hccl(SpecModel):
+    """HCCL environment for multi-device replicas (see vllm-ascend multi-node docs)."""
+
+    buffsize_mb: int = Field(200, ge=50, le=4096, description="HCCL_BUFFSIZE in MB (DeepSeek: 200-1024).")
+    connect_timeout_s: int = Field(120, ge=10, description="HCCL_CONNECT_TIMEOUT.")
+    exec_timeout_s: int = Field(1836, ge=60, description="HCCL_EXEC_TIMEOUT.")
+    op_expansion_mode: Literal["AIV", "AI_CPU", "HOST"] | None = Field(
+        "AIV", description="HCCL_OP_EXPANSION_MODE."
+    )
+    intra_pcie_enable: bool | None = Field(None, description="HCCL_INTRA_PCIE_ENABLE (2-node A2 recipes: 1).")
+    intra_roce_enable: bool | None = Field(None, description="HCCL_INTRA_ROCE_ENABLE (2-node A2 recipes: 0).")
+    socket_ifname: str | None = Field(
+        None, description="HCCL/GLOO/TP_SOCKET_IFNAME: host NIC carrying the control traffic."
+    )
+    deterministic: bool = Field(False, description="HCCL_DETERMINISTIC=true and LCCL_DETERMINISTIC=1.")
+
+
+class Replica(SpecModel):
+    name: Name
+    servers: list[str] = Field(
+        min_length=1, description="Servers of this replica; the first one is the head."
+    )
+    group: Name = Field("default", description="Rollout group; replicas of one group share a profile.")
+    parallelism: Parallelism | None = Field(
+        None, description="Overrides serving.parallelism for this replica."
+    )
+    devices: list[int] | None = Field(
+        None, description="Device indices used on every member (default: all). Lets replicas share a server."
+    )
+    port: int | None = Field(None, ge=1, le=65535, description="API port (default serving.port).")
+    multi_node_tp: bool = Field(False, description="Allow tensor parallelism to span servers (needs Ray).")
+
+
+class Serving(SpecModel):
+    port: int = Field(8000, ge=1, le=65535, description="OpenAI API port on the head server.")
+    dp_rpc_port: int = Field(13389, ge=1, le=65535, description="--data-parallel-rpc-port for multi-node DP.")
+    api_key: SecretRef | None = Field(
+        None, description="API key reference; passed as VLLM_API_KEY at run time."
+    )
+    parallelism: Parallelism = Field(default_factory=Parallelism)
+    max_num_seqs: int = Field(256, ge=1, description="--max-num-seqs (per DP rank).")
+    max_num_batched_tokens: int | None = Field(None, ge=1, description="--max-num-batched-tokens.")
+    max_model_len: int = Field(8192, ge=16, description="--max-model-len.")
+    gpu_memory_utilization: float = Field(0.9, gt=0.0, le=0.98, description="--gpu-memory-utilization.")
+    kv_cache_dtype: Literal["auto", "int8"] = Field(
+        "auto", description="KV cache dtype ('auto' = model dtype)."
+    )
+    enforce_eager: bool = False
+    hccl: Hccl = Field(default_factory=Hccl)
+    extra_args: list[str] = Field(
+        default_factory=list, description="Extra `vllm serve` arguments; checked against vLLM's parser."
+    )
+    allow_unknown_args: bool = Field(False, description="Accept extra_args flags the catalog does not know.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra container environment.")
+    replicas: list[Replica] = Field(min_length=1)

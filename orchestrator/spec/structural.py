@@ -1,0 +1,192 @@
+"""Structural validation: pydantic errors turned into findings with paths, positions and fixes."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from typing import Any, Union, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from orchestrator.spec.common import SECRET_FIELD_NAMES
+from orchestrator.spec.findings import Finding, SpecPath, error, format_path
+from orchestrator.spec.site import SiteSpec
+
+_PATTERN_HINTS = {
+    "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$": (
+        "must be a lower-case DNS label (letters, digits and '-', not starting or ending with '-')",
+        "rename it, e.g. 'atlas-a2-01'",
+    ),
+    "^[0-9a-f]{64}$": (
+        "must be a SHA-256 digest: 64 lower-case hex characters",
+        "run 'sha256sum FILE' on the package and paste the first column",
+    ),
+    "^/": ("must be an absolute path", "start the path with '/'"),
+}
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The concrete types behind Optional/Union/Annotated/list/dict, for walking the model tree."""
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
+        return _unwrap(get_args(annotation)[0])
+    if origin in (Union, types.UnionType):
+        out: list[Any] = []
+        for arg in get_args(annotation):
+            out.extend(_unwrap(arg))
+        return out
+    return [annotation]
+
+
+def model_at(path: SpecPath, root: type[BaseModel] = SiteSpec) -> type[BaseModel] | None:
+    """The model class that validates the mapping at `path`, if that mapping is a model."""
+    current: Any = root
+    for part in path:
+        candidates = _unwrap(current)
+        nxt: Any = None
+        for cand in candidates:
+            origin = get_origin(cand)
+            if isinstance(part, str) and isinstance(cand, type) and issubclass(cand, BaseModel):
+                field = cand.model_fields.get(part)
+                if field is not None:
+                    nxt = field.annotation
+                    break
+            elif origin is list and isinstance(part, int):
+                nxt = get_args(cand)[0]
+                break
+            elif origin is dict and isinstance(part, str):
+                nxt = get_args(cand)[1]
+                break
+        if nxt is None:
+            return None
+        current = nxt
+    for cand in _unwrap(current):
+        if isinstance(cand, type) and issubclass(cand, BaseModel):
+            return cand
+    return None
+
+
+def _clean_loc(loc: tuple[int | str, ...], data: Any) -> SpecPath:
+    """Drop pydantic's union/validator tags that do not name a key or index of the input."""
+    out: list[int | str] = []
+    node = data
+    for part in loc:
+        in_dict = isinstance(node, dict) and isinstance(part, str) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if in_dict or in_list:
+            out.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and isinstance(part, str) and out[-1:] != [part]:
+            # a missing key: keep it (the error is about it), stop walking
+            out.append(part)
+            node = None
+        else:
+            break
+    return tuple(out)
+
+
+def _display(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_secret(path: SpecPath) -> bool:
+    names = [p for p in path if isinstance(p, str)]
+    return bool(names) and (names[-1] in SECRET_FIELD_NAMES or (names[-1] == "url" and "drift" in names))
+
+
+def _field_doc(path: SpecPath) -> str:
+    parent = model_at(path[:-1])
+    if parent is None or not path or not isinstance(path[-1], str):
+        return ""
+    field = parent.model_fields.get(path[-1])
+    return f" ({field.description})" if field is not None and field.description else ""
+
+
+def _translate(err: ErrorDetails, data: Any) -> Finding:
+    loc = tuple(err["loc"])
+    path = _clean_loc(loc, data)
+    kind = err["type"]
+    msg = err["msg"]
+    shown = "" if _is_secret(path) else f"; got {_display(err.get('input'))}"
+    if kind == "extra_forbidden":
+        key = str(path[-1]) if path else "?"
+        model = model_at(path[:-1])
+        allowed = sorted(model.model_fields) if model is not None else []
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+        where = format_path(path[:-1]) if path[:-1] else "the top level"
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        return error(
+            path,
+            f"unknown key '{key}' in {where}",
+            f"{hint}allowed keys here: {', '.join(allowed)}",
+            code="unknown-key",
+        )
+    if kind == "missing":
+        key = str(path[-1]) if path else "?"
+        where = format_path(path[:-1]) if path[:-1] else "the top level"
+        return error(
+            path,
+            f"required key '{key}' is missing in {where}{_field_doc(path)}",
+            f"add '{key}:' to {where} (see docs/spec.md)",
+            code="missing",
+        )
+    if kind == "literal_error":
+        expected = str(err.get("ctx", {}).get("expected", ""))
+        options = [o.strip().strip("'") for o in expected.replace(" or ", ",").split(",") if o.strip()]
+        got = err.get("input")
+        close = difflib.get_close_matches(str(got), options, n=1, cutoff=0.5) if isinstance(got, str) else []
+        fix = f"did you mean '{close[0]}'?" if close else f"use one of: {', '.join(options)}"
+        return error(path, f"{msg}{shown}", fix, code="value")
+    if kind == "string_pattern_mismatch":
+        pattern = str(err.get("ctx", {}).get("pattern", ""))
+        what, fix = _PATTERN_HINTS.get(pattern, (msg, "change the value to match the pattern"))
+        return error(path, f"{what}{shown}", fix, code="value")
+    if kind in ("value_error", "assertion_error"):
+        text = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        return error(path, text, _fix_for_value_error(text), code="value")
+    return error(path, f"{msg}{shown}", _generic_fix(kind, path), code="type")
+
+
+def _fix_for_value_error(text: str) -> str:
+    if "secret" in text:
+        return "put the secret in an environment variable or a file and write e.g. 'env:VLLM_API_KEY'"
+    return "correct the value as described"
+
+
+def _generic_fix(kind: str, path: SpecPath) -> str:
+    doc = _field_doc(path)
+    if kind.startswith(("int_", "float_")):
+        return f"write a number{doc}"
+    if kind.startswith("bool"):
+        return "write true or false"
+    if kind.endswith("_type") or kind.startswith("model_"):
+        return f"check the structure of this section{doc} against docs/spec.md"
+    if kind.startswith(("greater", "less")):
+        return f"use a value inside the allowed range{doc}"
+    return f"see docs/spec.md for this field{doc}"
+
+
+def _merge_union(findings: list[Finding]) -> list[Finding]:
+    """Union branches produce one error per branch at the same path: keep the first, merge messages."""
+    seen: dict[SpecPath, Finding] = {}
+    order: list[SpecPath] = []
+    for f in findings:
+        if f.path in seen:
+            prev = seen[f.path]
+            if f.message not in prev.message and f.code == prev.code == "type":
+                seen[f.path] = error(prev.path, f"{prev.message}; or {f.message}", prev.fix, prev.code)
+            continue
+        seen[f.path] = f
+        order.append(f.path)
+    return [seen[p] for p in order]
+
+
+def validate_structure(data: Any) -> tuple[SiteSpec | None, list[Finding]]:
+    try:
+        return SiteSpec.model_validate(data), []
+    except ValidationError as exc:
+        findings = [_translate(e, data) for e in exc.errors(include_url=False)]
+        return None, _merge_union(findings)

@@ -1,0 +1,46 @@
+"""Host tuning: CPU governor, sysctls, THP, irqbalance, hugepages, host RDMA NIC module options."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from orchestrator.spec.common import SpecModel
+
+SysctlValue = int | str
+
+
+def _default_sysctls() -> dict[str, SysctlValue]:
+    # vllm-ascend optimization_and_tuning.md / MindIE tuning guide (see ../shared/reference/ascend-host.md).
+    return {"vm.swappiness": 0, "kernel.numa_balancing": 0, "kernel.sched_migration_cost_ns": 50000}
+
+
+class Hugepages(SpecModel):
+    size_kb: Literal[2048, 524288, 1048576] = Field(2048, description="Page size in kB (2M, 512M, 1G).")
+    count: int = Field(0, ge=0, description="Pages to reserve (vm.nr_hugepages for the default size).")
+
+
+class Tuning(SpecModel):
+    cpu_governor: Literal["performance", "ondemand", "powersave", "schedutil", "conservative"] | None = Field(
+        "performance", description="cpufreq governor on every core; null leaves it alone."
+    )
+    sysctls: dict[str, SysctlValue] = Field(
+        default_factory=_default_sysctls, description="sysctl name -> value, written to /etc/sysctl.d."
+    )
+    transparent_hugepages: Literal["always", "madvise", "never"] | None = Field(
+        "always", description="/sys/kernel/mm/transparent_hugepage/enabled; null leaves it alone."
+    )
+    irqbalance: Literal["enabled", "disabled"] | None = Field(
+        "disabled",
+        description="vllm-ascend CPU binding pins NPU IRQs and asks to stop irqbalance; null: leave it.",
+    )
+    hugepages: Hugepages = Field(default_factory=Hugepages)
+    rdma_modules: dict[str, dict[str, int | str]] = Field(
+        default_factory=dict,
+        description="Host RDMA NIC kernel module -> options (/etc/modprobe.d). Only real module parameters; "
+        "NPU NICs are configured with hccn_tool, not here.",
+    )
+    allow_unknown_module_options: bool = Field(
+        False, description="Accept module options the catalog does not know (turns the error into a warning)."
+    )

@@ -1,0 +1,84 @@
+"""Validate a site spec before any host is touched: structure, cross-field rules, capacity; then the plan."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.planning.build import build_plan
+from orchestrator.planning.model import SitePlan
+from orchestrator.planning.resolve import resolve_model
+from orchestrator.spec.findings import Finding, sort_findings
+from orchestrator.spec.loader import Document, load_file, parse_text
+from orchestrator.spec.site import SiteSpec
+from orchestrator.spec.structural import validate_structure
+from orchestrator.validation import host_rules, model_rules, ops_rules, references, serving_rules, software
+
+
+@dataclass(frozen=True)
+class ValidationResult:
+    filename: str
+    document: Document | None
+    spec: SiteSpec | None
+    plan: SitePlan | None
+    findings: tuple[Finding, ...]
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.is_error]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if not f.is_error]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and self.plan is not None
+
+
+def _semantic(spec: SiteSpec) -> tuple[SitePlan | None, list[Finding]]:
+    findings = list(references.check(spec))
+    refs_ok = not any(f.is_error for f in findings)
+    findings += software.check(spec)
+    findings += model_rules.check(spec)
+    findings += serving_rules.check(spec)
+    findings += host_rules.check_tuning(spec)
+    findings += host_rules.check_network(spec)
+    findings += ops_rules.check(spec)
+    if not refs_ok:
+        return None, findings
+    try:
+        arch = resolve_model(spec.model)
+    except KeyError:
+        return None, findings  # model_rules reported it
+    plan, found = build_plan(spec, arch)
+    findings += found
+    if any(f.is_error for f in findings):
+        return None, findings
+    return plan, findings
+
+
+def validate_document(doc: Document) -> ValidationResult:
+    spec, findings = validate_structure(doc.data)
+    plan = None
+    if spec is not None:
+        plan, findings = _semantic(spec)
+    located = []
+    for f in findings:
+        pos = doc.source_map.locate_key(f.path) if f.code == "unknown-key" else doc.source_map.locate(f.path)
+        located.append(f.at(pos))
+    return ValidationResult(doc.filename, doc, spec, plan, tuple(sort_findings(located)))
+
+
+def validate_text(text: str, filename: str = "site.yaml") -> ValidationResult:
+    doc, findings = parse_text(text, filename)
+    if doc is None:
+        return ValidationResult(filename, None, None, None, tuple(findings))
+    return validate_document(doc)
+
+
+def validate_file(path: Path) -> ValidationResult:
+    doc, findings = load_file(path)
+    if doc is None:
+        return ValidationResult(str(path), None, None, None, tuple(findings))
+    return validate_document(doc)

@@ -1,0 +1,103 @@
+"""Host layer: tuning (sysctls, modules, hugepages) and whether the HCCN plan is present where needed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from orchestrator.catalog import get_chip, known_module, unknown_options
+from orchestrator.spec.findings import Finding, error, warning
+from orchestrator.spec.site import SiteSpec
+
+_SYSCTL = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_*-]+)+$")
+_SEED_MYTHS = {
+    ("rdma_ucm", "use_centric_mode"): "rdma_ucm has no 'use_centric_mode' parameter (a claim of the seed "
+    "article); NPU NICs are configured with hccn_tool (network.hccn), not with host module options"
+}
+
+
+def check_tuning(spec: SiteSpec) -> Iterator[Finding]:
+    t = spec.tuning
+    for key in t.sysctls:
+        if not _SYSCTL.match(key):
+            yield error(
+                ("tuning", "sysctls", key),
+                f"'{key}' is not a sysctl name",
+                "use the dotted name shown by 'sysctl -a', e.g. vm.swappiness",
+                "tuning",
+            )
+    for module, options in t.rdma_modules.items():
+        path = ("tuning", "rdma_modules", module)
+        for opt in options:
+            if (module, opt) in _SEED_MYTHS:
+                yield error((*path, opt), _SEED_MYTHS[(module, opt)], f"remove {opt}", "tuning")
+        unknown = [o for o in unknown_options(module, options) if (module, o) not in _SEED_MYTHS]
+        if not unknown:
+            continue
+        what = (
+            f"options {', '.join(unknown)} are not parameters of {module}"
+            if known_module(module)
+            else f"module '{module}' is not in the catalog of host RDMA NIC modules"
+        )
+        fix = f"check 'modinfo -p {module}' on the host"
+        if t.allow_unknown_module_options:
+            yield warning(path, what + " (allowed by tuning.allow_unknown_module_options)", fix, "tuning")
+        else:
+            yield error(path, what, fix + ", or set tuning.allow_unknown_module_options: true", "tuning")
+    hp = t.hugepages
+    for i, srv in enumerate(spec.servers):
+        prof = spec.profiles.get(srv.profile or "")
+        if prof is None or hp.count == 0:
+            continue
+        reserved_gb = hp.count * hp.size_kb / 1024 / 1024
+        if reserved_gb > prof.memory_gb / 2:
+            yield error(
+                ("tuning", "hugepages", "count"),
+                f"{hp.count} pages of {hp.size_kb} kB reserve "
+                f"{reserved_gb:.0f} GB, over half of the {prof.memory_gb} GB of server '{srv.name}' (servers"
+                f"[{i}])",
+                "reserve fewer hugepages",
+                "tuning",
+            )
+            break
+
+
+def check_network(spec: SiteSpec) -> Iterator[Finding]:
+    roce = {name for name, p in spec.profiles.items() if get_chip(p.chip).has_roce}
+    servers = {s.name: s for s in spec.servers}
+    needs = [
+        r.name
+        for r in spec.serving.replicas
+        if len(r.servers) > 1 and all(servers.get(s) and servers[s].profile in roce for s in r.servers)
+    ]
+    hccn = spec.network.hccn
+    if needs and hccn is None:
+        yield error(
+            ("network",),
+            f"replica(s) {', '.join(needs)} span servers and talk over the NPU NICs, but "
+            "there is no HCCN plan",
+            "add network.hccn with the NPU-NIC subnet(s)",
+            "hccn",
+        )
+    if hccn is not None and not any(s.profile in roce for s in spec.servers):
+        yield warning(
+            ("network", "hccn"),
+            "no server has NPUs with RoCE NICs (300I cards have none); the HCCN plan is ignored",
+            "remove network.hccn",
+            "hccn",
+        )
+    for i, srv in enumerate(spec.servers):
+        if srv.overrides.hccn_addresses is not None and srv.profile not in roce:
+            yield error(
+                ("servers", i, "overrides", "hccn_addresses"),
+                f"server '{srv.name}' has no NPU NICs",
+                "remove hccn_addresses",
+                "hccn",
+            )
+        if srv.overrides.hccn_addresses is not None and hccn is None:
+            yield error(
+                ("servers", i, "overrides", "hccn_addresses"),
+                "HCCN addresses without network.hccn",
+                "add network.hccn with the subnet(s) these addresses belong to",
+                "hccn",
+            )

@@ -1,0 +1,141 @@
+"""Names, addresses and references between sections."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from orchestrator.spec.findings import Finding, error, warning
+from orchestrator.spec.site import SiteSpec
+
+
+def check(spec: SiteSpec) -> Iterator[Finding]:
+    names: dict[str, int] = {}
+    addresses: dict[tuple[str, int], int] = {}
+    for i, srv in enumerate(spec.servers):
+        if srv.name in names:
+            yield error(
+                ("servers", i, "name"),
+                f"server name '{srv.name}' is used twice (also servers[{names[srv.name]}])",
+                "give every server a unique name",
+                "unique",
+            )
+        names.setdefault(srv.name, i)
+        key = (str(srv.address), srv.ssh_port)
+        if key in addresses:
+            yield error(
+                ("servers", i, "address"),
+                f"address {srv.address} is already used by servers"
+                f"[{addresses[key]}] ({spec.servers[addresses[key]].name})",
+                "give every server its own management address",
+                "unique",
+            )
+        addresses.setdefault(key, i)
+        if srv.profile is not None and srv.profile not in spec.profiles:
+            yield error(
+                ("servers", i, "profile"),
+                f"profile '{srv.profile}' is not defined",
+                f"use one of: {', '.join(sorted(spec.profiles))}, or add it under 'profiles'",
+                "reference",
+            )
+        if "npu" in srv.roles and srv.profile is None:
+            yield error(
+                ("servers", i, "profile"),
+                f"server '{srv.name}' has role 'npu' but no profile",
+                f"set profile to one of: {', '.join(sorted(spec.profiles))}",
+                "reference",
+            )
+        if len(set(srv.roles)) != len(srv.roles):
+            yield error(("servers", i, "roles"), "a role is listed twice", "list each role once", "unique")
+    replicas: dict[str, int] = {}
+    used: set[str] = set()
+    for r, rep in enumerate(spec.serving.replicas):
+        if rep.name in replicas:
+            yield error(
+                ("serving", "replicas", r, "name"),
+                f"replica name '{rep.name}' is used twice",
+                "give every replica a unique name",
+                "unique",
+            )
+        replicas.setdefault(rep.name, r)
+        if len(set(rep.servers)) != len(rep.servers):
+            yield error(
+                ("serving", "replicas", r, "servers"),
+                "a server is listed twice in this replica",
+                "list each server once",
+                "unique",
+            )
+        for s, name in enumerate(rep.servers):
+            if name not in names:
+                yield error(
+                    ("serving", "replicas", r, "servers", s),
+                    f"server '{name}' is not defined",
+                    f"use one of: {', '.join(sorted(names))}",
+                    "reference",
+                )
+            elif "npu" not in spec.servers[names[name]].roles:
+                yield error(
+                    ("serving", "replicas", r, "servers", s),
+                    f"server '{name}' has no 'npu' role",
+                    f"add 'npu' to servers[{names[name]}].roles",
+                    "reference",
+                )
+            used.add(name)
+    for i, srv in enumerate(spec.servers):
+        if "npu" in srv.roles and srv.name not in used:
+            yield warning(
+                ("servers", i, "name"),
+                f"NPU server '{srv.name}' serves no replica",
+                "add it to a replica or remove the 'npu' role",
+                "idle",
+            )
+    for name in spec.profiles:
+        if not any(s.profile == name for s in spec.servers):
+            yield warning(
+                ("profiles", name),
+                f"profile '{name}' is not used by any server",
+                "remove it or assign it to a server",
+                "unused",
+            )
+    yield from _role_host(spec, names, ("image", "build_host"), spec.image.build_host, "build")
+    if spec.gateway.enabled or spec.gateway.host:
+        yield from _role_host(spec, names, ("gateway", "host"), spec.gateway.host, "gateway", required=True)
+    if spec.monitoring.enabled:
+        yield from _role_host(
+            spec, names, ("monitoring", "host"), spec.monitoring.host, "monitoring", required=False
+        )
+
+
+def _role_host(
+    spec: SiteSpec,
+    names: dict[str, int],
+    path: tuple[str, str],
+    value: str | None,
+    role: str,
+    required: bool = False,
+) -> Iterator[Finding]:
+    if value is None:
+        if required and not any(role in s.roles for s in spec.servers):
+            yield error(
+                path,
+                f"no server has role '{role}'",
+                f"add '{role}' to the roles of a server, or set {path[0]}.host",
+                "reference",
+            )
+        return
+    if value not in names:
+        yield error(
+            path, f"server '{value}' is not defined", f"use one of: {', '.join(sorted(names))}", "reference"
+        )
+    elif role not in spec.servers[names[value]].roles:
+        yield error(
+            path,
+            f"server '{value}' does not have role '{role}'",
+            f"add '{role}' to servers[{names[value]}].roles",
+            "reference",
+        )
+
+
+def host_with_role(spec: SiteSpec, explicit: str | None, role: str) -> str | None:
+    if explicit is not None:
+        return explicit
+    return next((s.name for s in spec.servers if role in s.roles), None)

@@ -1,0 +1,248 @@
+"""OS, HDK driver/firmware and the vllm-ascend stack against the compatibility matrix."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator
+from pathlib import PurePosixPath
+
+from orchestrator.catalog import (
+    RELEASES,
+    ChipFacts,
+    Version,
+    VllmAscendRelease,
+    firmware_compatible,
+    get_chip,
+    get_release,
+    min_driver_for_cann,
+)
+from orchestrator.spec.findings import Finding, SpecPath, error, warning
+from orchestrator.spec.site import SiteSpec
+from orchestrator.spec.software import PackageSource
+
+_PKG = re.compile(
+    r"^(?P<prefix>.+?)-npu-(?P<kind>driver|firmware)_(?P<version>[^_]+?)(_linux-(?P<arch>[a-z0-9_]+))?\.run$"
+)
+
+
+def npu_chips(spec: SiteSpec) -> list[ChipFacts]:
+    """Chips of the profiles used by NPU servers, in spec order, without repeats."""
+    out: dict[str, ChipFacts] = {}
+    for srv in spec.servers:
+        if "npu" in srv.roles and srv.profile in spec.profiles:
+            chip = get_chip(spec.profiles[srv.profile].chip)
+            out.setdefault(chip.name, chip)
+    return list(out.values())
+
+
+def release_of(spec: SiteSpec) -> VllmAscendRelease | None:
+    try:
+        return get_release(spec.software.vllm_ascend.version)
+    except KeyError:
+        return None
+
+
+def _contradiction(spec: SiteSpec, path: SpecPath, message: str, fix: str) -> Finding:
+    if spec.software.allow_unsupported:
+        return warning(path, message + " (allowed by software.allow_unsupported)", fix, "compat")
+    return error(
+        path, message, fix + ", or set software.allow_unsupported: true to accept the risk", "compat"
+    )
+
+
+def check(spec: SiteSpec) -> Iterator[Finding]:
+    chips = npu_chips(spec)
+    yield from _check_os(spec, chips)
+    families = {c.family for c in chips}
+    if len(families) > 1:
+        yield error(
+            ("profiles",),
+            f"NPU servers mix chip families ({', '.join(sorted(families))}); one site "
+            "installs one driver/firmware package and one image family",
+            "split the site per chip family",
+            "compat",
+        )
+    stack = spec.software.vllm_ascend
+    release = release_of(spec)
+    if release is None:
+        known = [r.version for r in RELEASES]
+        close = difflib.get_close_matches(stack.version, known, n=1)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        f = _contradiction(
+            spec,
+            ("software", "vllm_ascend", "version"),
+            f"vllm-ascend {stack.version} is not in the compatibility matrix",
+            f"{hint}use one of: {', '.join(known)}",
+        )
+        yield f
+        if not f.is_error:
+            for key in ("vllm", "cann", "torch_npu", "python"):
+                if getattr(stack, key) is None:
+                    yield error(
+                        ("software", "vllm_ascend", key),
+                        f"vllm-ascend {stack.version} is not in the matrix, so '{key}' cannot be derived",
+                        f"set software.vllm_ascend.{key}",
+                        "compat",
+                    )
+    else:
+        yield from _check_stack(spec, release, chips)
+    for chip in chips:
+        yield from _check_package(spec, ("software", "driver"), spec.software.driver, chip, "driver")
+        yield from _check_package(spec, ("software", "firmware"), spec.software.firmware, chip, "firmware")
+    yield from _check_hdk(spec, release)
+
+
+def _check_os(spec: SiteSpec, chips: list[ChipFacts]) -> Iterator[Finding]:
+    pair = (spec.os.distro, spec.os.version)
+    for chip in chips:
+        if pair not in chip.supported_os:
+            ok = ", ".join(f"{d} {v}" for d, v in chip.supported_os)
+            yield error(
+                ("os",),
+                f"{spec.os.distro} {spec.os.version} is not supported by the {chip.product} HDK driver",
+                f"install one of: {ok}",
+                "os",
+            )
+
+
+def _check_stack(spec: SiteSpec, release: VllmAscendRelease, chips: list[ChipFacts]) -> Iterator[Finding]:
+    stack = spec.software.vllm_ascend
+    base: SpecPath = ("software", "vllm_ascend")
+    for key, derived in (
+        ("vllm", release.vllm),
+        ("cann", release.cann),
+        ("torch_npu", release.torch_npu),
+        ("python", release.image_python),
+    ):
+        given = getattr(stack, key)
+        if given is not None and Version.parse(given) != Version.parse(derived):
+            yield _contradiction(
+                spec,
+                (*base, key),
+                f"vllm-ascend {release.version} is built and tested with {key} {derived}, not {given}",
+                f"remove '{key}' to use the derived {derived}",
+            )
+    if stack.python is not None:
+        py = Version.parse(stack.python)
+        if not Version.parse(release.python_min) <= py < Version.parse(release.python_max_exclusive):
+            yield _contradiction(
+                spec,
+                (*base, "python"),
+                f"vllm-ascend {release.version} supports Python "
+                f">={release.python_min},<{release.python_max_exclusive}, not {stack.python}",
+                f"use Python {release.image_python}",
+            )
+    for chip in chips:
+        if chip.family not in release.chips:
+            yield _contradiction(
+                spec,
+                (*base, "version"),
+                f"vllm-ascend {release.version} does not support {chip.product} ({chip.name})",
+                "pick a release that supports this chip",
+            )
+        if stack.soc_version is not None and stack.soc_version != chip.soc_version:
+            yield _contradiction(
+                spec,
+                (*base, "soc_version"),
+                f"SOC_VERSION for {chip.name} is {chip.soc_version}, not {stack.soc_version}",
+                "remove soc_version",
+            )
+
+
+def _check_hdk(spec: SiteSpec, release: VllmAscendRelease | None) -> Iterator[Finding]:
+    sw = spec.software
+    driver = Version.parse(sw.driver.version)
+    compatible = firmware_compatible(sw.driver.version, sw.firmware.version)
+    if compatible is False:
+        yield _contradiction(
+            spec,
+            ("software", "firmware", "version"),
+            f"firmware {sw.firmware.version} is outside the range driver {sw.driver.version} accepts",
+            "use the firmware released with this driver (same HDK release)",
+        )
+    elif compatible is None:
+        yield warning(
+            ("software", "driver", "version"),
+            f"driver {sw.driver.version} is not in the HDK matrix; "
+            "driver/firmware compatibility cannot be checked",
+            "use a listed HDK release",
+            "compat",
+        )
+    cann_needs: list[tuple[str, str, SpecPath]] = []
+    if release is not None:
+        cann_needs.append(
+            (
+                release.cann,
+                f"vllm-ascend {release.version} uses CANN {release.cann}",
+                ("software", "driver", "version"),
+            )
+        )
+        if Version.parse(release.min_driver) > driver:
+            yield _contradiction(
+                spec,
+                ("software", "driver", "version"),
+                f"vllm-ascend {release.version} needs "
+                f"HDK driver >= {release.min_driver}; driver is {sw.driver.version}",
+                f"upgrade the driver and firmware to HDK {release.min_driver} or newer",
+            )
+    if sw.cann is not None:
+        cann_needs.append((sw.cann.version, f"host CANN {sw.cann.version}", ("software", "cann", "version")))
+    for cann, why, path in cann_needs:
+        need = min_driver_for_cann(cann)
+        if need is not None and Version.parse(need) > driver:
+            yield _contradiction(
+                spec,
+                path,
+                f"{why}, which needs HDK driver >= {need}; driver is {sw.driver.version}",
+                f"upgrade the driver and firmware to HDK {need} or newer",
+            )
+
+
+def _check_package(
+    spec: SiteSpec, path: SpecPath, pkg: PackageSource, chip: ChipFacts, kind: str
+) -> Iterator[Finding]:
+    raw = pkg.path if pkg.path is not None else (pkg.url.path if pkg.url is not None else None)
+    if not raw:
+        return
+    name = PurePosixPath(raw).name
+    m = _PKG.match(name)
+    if m is None:
+        yield warning(
+            (*path, "path" if pkg.path else "url"),
+            f"'{name}' does not look like a Huawei HDK {kind} "
+            f"package ({chip.driver_package_prefix}-npu-{kind}_<version>...run)",
+            "check that this is the right file",
+            "package",
+        )
+        return
+    if m["kind"] != kind:
+        yield error(
+            (*path, "path" if pkg.path else "url"),
+            f"'{name}' is a {m['kind']} package, not a {kind}",
+            f"point software.{kind} at the {kind} .run file",
+            "package",
+        )
+    if m["prefix"].lower() != chip.driver_package_prefix.lower():
+        yield error(
+            (*path, "path" if pkg.path else "url"),
+            f"'{name}' is for {m['prefix']}, but the servers have "
+            f"{chip.product} ({chip.name}), whose packages are {chip.driver_package_prefix}-npu-*",
+            f"download the {chip.driver_package_prefix} package",
+            "package",
+        )
+    if Version.parse(m["version"]) != Version.parse(pkg.version):
+        yield error(
+            (*path, "version"),
+            f"version {pkg.version} does not match the file name '{name}' ({m['version']})",
+            "make the version match the package file",
+            "package",
+        )
+    archs = {p.arch for p in spec.profiles.values()}
+    if m["arch"] and m["arch"] not in archs:
+        yield error(
+            (*path, "path" if pkg.path else "url"),
+            f"'{name}' is built for {m['arch']}, servers are {', '.join(sorted(archs))}",
+            "use the package for the servers' architecture",
+            "package",
+        )
