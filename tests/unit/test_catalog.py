@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -161,7 +162,8 @@ def test_malformed_flags_and_modules_are_rejected() -> None:
     expect_error(catalog.validate_flags, data, "vllm_flags.yaml", "known[0]", "not a long flag")
     data = fresh("kernel_modules.yaml")
     data["modules"][0]["inferred_options"] = ["log_num_mgm_entry_size"]
-    expect_error(catalog.validate_modules, data, "kernel_modules.yaml", "modules[0] (mlx5_core)", "confidence")
+    expect_error(catalog.validate_modules, data, "kernel_modules.yaml", "modules[0] (mlx5_core)",
+                 "confidence")
 
 
 def test_header_and_yaml_errors_name_the_file() -> None:
@@ -176,15 +178,19 @@ def test_header_and_yaml_errors_name_the_file() -> None:
 # --------------------------------------------------------------------------------------------- Version
 
 
+def strictly_increasing(texts: list[str]) -> bool:
+    return all(Version(a) < Version(b) for a, b in itertools.pairwise(texts))
+
+
 def test_versions_sort_in_release_order() -> None:
     hdk = ["23.0.rc3", "23.0.5", "24.1.rc2", "24.1.rc2.2", "24.1.rc3", "24.1.0", "24.1.0.3", "25.0.rc1",
            "25.0.rc1.1", "25.0.rc1.3", "25.5.1"]
-    assert sorted(reversed(hdk), key=Version) == hdk
+    assert strictly_increasing(hdk)
     pip = ["v0.23.0rc1", "v0.23.0", "0.23.0.post1", "v0.23.1"]
     torch_npu = ["2.10.0", "2.10.0.post2", "2.10.0.post4", "2.10.0.1"]
-    assert sorted(reversed(pip), key=Version) == pip and sorted(reversed(torch_npu), key=Version) == torch_npu
+    assert strictly_increasing(pip) and strictly_increasing(torch_npu)
     cann = ["8.0.RC3", "8.0.0", "8.3.rc2", "8.5.0", "9.1.0-beta.1", "9.1.0"]
-    assert sorted(reversed(cann), key=Version) == cann
+    assert strictly_increasing(cann)
     assert Version("3.2.0.dev20260322") < Version("3.2.0rc1") < Version("3.2.0")
 
 
@@ -199,7 +205,7 @@ def test_version_equality_is_by_meaning_and_str_is_original() -> None:
         Version("1.0").text = "2.0"  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("bad", ["", "v", "24..1", "rc1", "24.1.", "V100R001C18SPC001B233", "1.0 beta", "1.0x"])
+@pytest.mark.parametrize("bad", ["", "v", "24..1", "rc1", "24.1.", "V100R001C18SPC001B233", "1 beta", "1.0x"])
 def test_bad_versions_raise_a_clear_value_error(bad: str) -> None:
     with pytest.raises(ValueError, match="invalid version"):
         Version.parse(bad)
@@ -266,7 +272,8 @@ def test_model_facts() -> None:
 
 def test_release_matrix() -> None:
     rel = get_release("v0.23.0")
-    assert (rel.cann, rel.torch_npu, rel.vllm, rel.image_python) == ("9.1.0", "2.10.0.post4", "v0.23.0", "3.12")
+    assert (rel.cann, rel.torch_npu, rel.image_python) == ("9.1.0", "2.10.0.post4", "3.12")
+    assert (rel.vllm, rel.triton_ascend, rel.python_max_exclusive) == ("v0.23.0", "3.2.2", "3.13")
     assert get_release("0.23.0") is rel and catalog.DEFAULT_RELEASE == "v0.23.0" and rel.is_final
     versions = [Version(r.version) for r in catalog.RELEASES]
     assert versions == sorted(versions) and len(versions) == 10
@@ -312,7 +319,8 @@ def test_serve_flags() -> None:
     recipe = [
         "--data-parallel-size", "--tensor-parallel-size", "--quantization", "--enable-expert-parallel",
         "--max-num-seqs", "--max-model-len", "--max-num-batched-tokens", "--trust-remote-code",
-        "--gpu-memory-utilization", "--speculative-config", "--compilation-config", "--data-parallel-size-local",
+        "--gpu-memory-utilization", "--speculative-config", "--compilation-config",
+        "--data-parallel-size-local",
         "--data-parallel-address", "--data-parallel-rpc-port", "--headless", "--data-parallel-start-rank",
         "--distributed-executor-backend", "--pipeline-parallel-size", "--host", "--port", "--api-key",
         "--served-model-name", "--additional-config", "--kv-transfer-config", "--no-enable-prefix-caching",
@@ -325,7 +333,8 @@ def test_serve_flags() -> None:
     swap = catalog.removed_flag("--swap-space=16")
     assert swap is not None and swap.confidence == "inferred" and swap.removed_for("v0.26.0")
     assert suggest_flag("--tensor-parallel") == "--tensor-parallel-size"
-    assert suggest_flag("-tp") == "--tensor-parallel-size" and catalog.canonical_flag("-dp=2") == "--data-parallel-size"
+    assert suggest_flag("-tp") == "--tensor-parallel-size"
+    assert catalog.canonical_flag("-dp=2") == "--data-parallel-size"
     assert suggest_flag("--max_model_len") == "--max-model-len" and suggest_flag("--frobnicate") is None
 
 
