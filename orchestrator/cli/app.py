@@ -112,23 +112,28 @@ def docs(
 
 
 @app.command()
-def examples() -> None:
+def examples(
+    out: Annotated[
+        Path | None, typer.Option(help="Render into OUT/<site>/ instead of beside each spec.")
+    ] = None,
+) -> None:
     """Validate and render every site under inventories/, then print each one's phases."""
     failed = 0
     for path in example_sites():
         result = validate_file(path)
-        out = console()
-        out.rule(str(path))
+        con = console()
+        con.rule(str(path))
         print_findings(console(stderr=True), result)
         if not result.ok or result.spec is None or result.plan is None:
             failed += 1
-            out.print(summary_line(result), markup=False)
+            con.print(summary_line(result), markup=False)
             continue
-        written = render(result, path.parent)
-        print_plan(out, result.plan)
-        out.print(f"rendered {len(written)} files into {path.parent}; phases:", markup=False)
+        target = out / path.parent.name if out else path.parent
+        written = render(result, target)
+        print_plan(con, result.plan)
+        con.print(f"rendered {len(written)} files into {target}; phases:", markup=False)
         for i, ph in enumerate(plan_phases(result.spec, result.plan), 1):
-            out.print(
+            con.print(
                 f"  {i:>2}. {ph.name:<10} [{', '.join(ph.hosts) or 'skipped'}] {ph.summary}", markup=False
             )
     if failed:

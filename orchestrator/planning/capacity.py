@@ -3,7 +3,8 @@
 All sizes are GiB. HBM "64 GB" is what npu-smi reports as 65536 MB, i.e. 64 GiB.
 Weights per device:
   non-expert parameters are split by TP x PP (replicated across DP ranks);
-  routed-expert parameters are split by the EP group (TP x DP) when expert parallelism is on, else by TP x PP.
+  routed-expert parameters are split by the EP group (TP x DP) when expert parallelism is on (whole experts:
+  the busiest device holds ceil(experts / EP) of them), else by TP x PP.
 KV cache per token per device:
   MLA (DeepSeek): the compressed latent (kv_lora_rank + rope dim) per layer, not split by TP;
   GQA: 2 x kv_heads x head_dim per layer, split by TP (at least one KV head per device).
@@ -43,8 +44,14 @@ def weight_gib_per_device(arch: ModelArch, quantization: str, layout: Layout) ->
     dense = (arch.params_b - arch.expert_params_b) * 1e9 * BYTES_PER_PARAM[quantization]
     experts = arch.expert_params_b * 1e9 * EXPERT_BYTES_PER_PARAM[quantization]
     dense_share = dense / (layout.tp * layout.pp)
-    expert_split = layout.tp * layout.dp if (layout.ep and arch.moe) else layout.tp * layout.pp
-    return (dense_share + experts / expert_split) / GIB
+    if layout.ep and arch.moe:
+        split = layout.tp * layout.dp
+        if arch.n_routed_experts:
+            # whole experts per device: the busiest device holds ceil(n / split) of them
+            per_layer = math.ceil(arch.n_routed_experts / split) / arch.n_routed_experts
+            return (dense_share + experts / layout.pp * per_layer) / GIB
+        return (dense_share + experts / (split * layout.pp)) / GIB
+    return (dense_share + experts / (layout.tp * layout.pp)) / GIB
 
 
 def kv_bytes_per_token_per_device(arch: ModelArch, kv_dtype_bytes: int, layout: Layout) -> float:

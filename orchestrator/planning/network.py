@@ -90,9 +90,9 @@ def plan_hccn(
                     findings.append(
                         error(
                             (*where, d),
-                            f"giveness {given} is in none of the HCCN founds "
+                            f"address {given} is in none of the HCCN subnets "
                             f"({', '.join(str(s.cidr) for s in plan.subnets)})",
-                            "pick an giveness inside one of network.hccn.founds",
+                            "pick an address inside one of network.hccn.subnets",
                             "hccn",
                         )
                     )

@@ -304,21 +304,41 @@ def _capacity_findings(
             serving.hccl.buffsize_mb,
         )
         total_gib = cap.weight_bytes_total(arch, quant) / cap.GIB
+        over = (
+            f"{c.weights_gib:.1f} GiB of weights + {c.overhead_gib:.1f} GiB runtime per device exceed the "
+            f"{c.budget_gib:.1f} GiB budget ({prof.hbm_gib} GB x gpu_memory_utilization "
+            f"{serving.gpu_memory_utilization:g}) by {missing:.1f} GiB"
+        )
+        par = replica.parallelism or serving.parallelism
+        if need is not None and need <= len(replica.servers):
+            fix = "spread the weights over more devices: raise tp or pp"
+            if arch.moe and not par.ep:
+                fix = "enable expert parallelism (ep: true) so experts are split across all devices"
+            message = (
+                f"{arch.name} {qname} ({total_gib:.0f} GiB of weights) fits on {need} {prof.chip.product} "
+                f"server(s), but with tp={par.tp} pp={par.pp} dp={par.dp} ep={par.ep} {over}"
+            )
+            return [
+                error(
+                    (*path, "parallelism") if replica.parallelism else ("serving", "parallelism"),
+                    message,
+                    fix,
+                    "capacity",
+                )
+            ]
         if need is not None:
             servers = f"{need} {prof.chip.product} servers ({need * prof.devices} x {prof.hbm_gib} GB)"
             fix = f"give the replica at least {need} servers and spread the model over all their devices"
         else:
             servers = f"more than 64 {prof.chip.product} servers"
             fix = "use a quantized variant or a larger profile"
-        if arch.moe and not (replica.parallelism or serving.parallelism).ep:
+        if arch.moe and not par.ep:
             fix += "; enable expert parallelism (ep: true) so experts are split across all devices"
         return [
             error(
                 (*path, "servers"),
-                f"{arch.name} {qname} ({total_gib:.0f} GiB of weights) needs at least {servers}; {have}: "
-                f"{c.weights_gib:.1f} GiB of weights + {c.overhead_gib:.1f} GiB runtime per device exceed "
-                f"the {c.budget_gib:.1f} GiB budget ({prof.hbm_gib} GB x gpu_memory_utilization "
-                f"{serving.gpu_memory_utilization:g}) by {missing:.1f} GiB",
+                f"{arch.name} {qname} ({total_gib:.0f} GiB of weights) needs at least {servers}; "
+                f"{have}: {over}",
                 fix,
                 "capacity",
             )

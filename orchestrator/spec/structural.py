@@ -129,7 +129,7 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
         where = format_path(path[:-1]) if path[:-1] else "the top level"
         return error(
             path,
-            f"required key '{key}' is missing in {where}{_field_doc(path)}",
+            f"required key '{key}' is missing {'at' if not path[:-1] else 'in'} {where}{_field_doc(path)}",
             f"add '{key}:' to {where} (see docs/spec.md)",
             code="missing",
         )
@@ -139,6 +139,9 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
         got = err.get("input")
         close = difflib.get_close_matches(str(got), options, n=1, cutoff=0.5) if isinstance(got, str) else []
         fix = f"did you mean '{close[0]}'?" if close else f"use one of: {', '.join(options)}"
+        unquoted = [o for o in options if isinstance(got, int | float) and o.replace("_", "") == str(got)]
+        if unquoted:
+            fix = f'write it in quotes: "{unquoted[0]}" (unquoted, YAML reads it as the number {got})'
         return error(path, f"{msg}{shown}", fix, code="value")
     if kind == "string_pattern_mismatch":
         pattern = str(err.get("ctx", {}).get("pattern", ""))

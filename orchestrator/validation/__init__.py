@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,13 +59,42 @@ def _semantic(spec: SiteSpec) -> tuple[SitePlan | None, list[Finding]]:
     return plan, findings
 
 
+_REPLICA_PREFIX = re.compile(r"^replica '(?P<name>[^']+)': (?P<rest>.*)$", re.DOTALL)
+
+
+def merge_replica_findings(findings: list[Finding]) -> list[Finding]:
+    """Fold identical per-replica findings ("replica 'r1': X", "replica 'r2': X") into one."""
+    groups: dict[tuple[object, ...], list[str]] = {}
+    order: list[tuple[object, ...] | Finding] = []
+    for f in findings:
+        m = _REPLICA_PREFIX.match(f.message)
+        if m is None:
+            order.append(f)
+            continue
+        key = (f.severity, f.path, f.code, f.fix, m["rest"])
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(m["name"])
+    out: list[Finding] = []
+    for item in order:
+        if isinstance(item, Finding):
+            out.append(item)
+            continue
+        severity, path, code, fix, rest = item
+        names = groups[item]
+        who = f"replica '{names[0]}'" if len(names) == 1 else "replicas " + ", ".join(f"'{n}'" for n in names)
+        out.append(Finding(severity, path, f"{who}: {rest}", fix, code))  # type: ignore[arg-type]
+    return out
+
+
 def validate_document(doc: Document) -> ValidationResult:
     spec, findings = validate_structure(doc.data)
     plan = None
     if spec is not None:
         plan, findings = _semantic(spec)
     located = []
-    for f in findings:
+    for f in merge_replica_findings(findings):
         pos = doc.source_map.locate_key(f.path) if f.code == "unknown-key" else doc.source_map.locate(f.path)
         located.append(f.at(pos))
     return ValidationResult(doc.filename, doc, spec, plan, tuple(sort_findings(located)))

@@ -5,12 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from orchestrator.catalog import KNOWN_SERVE_FLAGS, REMOVED_SERVE_FLAGS, suggest_flag
+from orchestrator.catalog import KNOWN_SERVE_FLAGS, REMOVED_SERVE_FLAGS, canonical_flag, suggest_flag
 from orchestrator.planning.serve_args import DERIVED_ENV, DERIVED_FLAGS
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
 
 _SECRETISH = re.compile(r"(KEY|TOKEN|PASSWORD|SECRET|PASSWD)", re.IGNORECASE)
+_NUMBER = re.compile(r"^-?[0-9][0-9.e+-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REF = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:\S.*)$")
 _NOT_REAL_ENV = {
@@ -22,9 +23,10 @@ _NOT_REAL_ENV = {
 def check(spec: SiteSpec) -> Iterator[Finding]:
     s = spec.serving
     for i, arg in enumerate(s.extra_args):
-        if not arg.startswith("-"):
+        if not arg.startswith("-") or _NUMBER.match(arg):
             continue
-        flag = arg.split("=", 1)[0]
+        given = arg.split("=", 1)[0]
+        flag = canonical_flag(given)
         path = ("serving", "extra_args", i)
         if flag in REMOVED_SERVE_FLAGS:
             yield error(

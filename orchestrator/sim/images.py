@@ -1,0 +1,261 @@
+"""Images of the simulated cluster, built without any registry.
+
+- `ascend-sim-base:<hash12>`: debootstrap bookworm minbase + the packages below, imported with `docker import`.
+  The tag is a content hash of the recipe, so a built base is reused until the recipe changes (kept by
+  `sim down`, removed by `sim down --purge`).
+- `ascend-sim-server:<hash12>`: FROM the base, adds `images/sim-server/` (init, reboot/shutdown wrappers, lspci
+  wrapper, sshd config) and the fake tools of `orchestrator/sim/fakes/`. Built per cluster (the hash covers
+  the content and the cluster name) and labelled `io.ascend-sim.cluster=<cluster>`, so `sim down` removes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from docker.errors import APIError, BuildError, ImageNotFound
+
+BASE_REPO = "ascend-sim-base"
+SERVER_REPO = "ascend-sim-server"
+LABEL_CLUSTER = "io.ascend-sim.cluster"
+LABEL_KIND = "io.ascend-sim.kind"
+SUITE = "bookworm"
+DEFAULT_MIRROR = "http://deb.debian.org/debian"
+BASE_PACKAGES = (
+    "python3",
+    "openssh-server",
+    "iproute2",
+    "kmod",
+    "procps",
+    "sudo",
+    "pciutils",
+    "docker.io",
+    "rsync",
+)
+# Run in the debootstrapped tree (chroot) before it is imported: no caches, no host keys (each server gets
+# its own, made by `sim up`), sshd's privilege-separation dir.
+BASE_POST = """set -e
+apt-get clean
+rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/*.log /var/log/apt/*
+rm -f /etc/ssh/ssh_host_*
+mkdir -p /run/sshd /var/lib/ascend-sim
+: > /etc/machine-id
+"""
+BASE_CHANGES = (
+    "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "ENV LANG=C.UTF-8",
+    'CMD ["/bin/bash"]',
+    f"LABEL {LABEL_KIND}=base",
+)
+RECIPE_VERSION = 1
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER_CONTEXT = ROOT / "images" / "sim-server"
+FAKES_DIR = Path(__file__).resolve().parent / "fakes"
+
+
+class ImageError(Exception):
+    """An image could not be built; the message says why and what to do."""
+
+
+def _say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def base_recipe_hash() -> str:
+    recipe = {
+        "v": RECIPE_VERSION,
+        "suite": SUITE,
+        "variant": "minbase",
+        "packages": sorted(BASE_PACKAGES),
+        "post": BASE_POST,
+        "changes": list(BASE_CHANGES),
+    }
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def base_tag() -> str:
+    return f"{BASE_REPO}:{base_recipe_hash()}"
+
+
+def apt_mirror(sources: Path = Path("/etc/apt")) -> str:
+    """The Debian mirror apt uses for the main suite (deb822 or one-line sources), else deb.debian.org."""
+    files = [sources / "sources.list", *sorted((sources / "sources.list.d").glob("*"))]
+    for f in files:
+        try:
+            text = f.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for stanza in re.split(r"\n\s*\n", text):
+            uris = re.search(r"^URIs:\s*(\S+)", stanza, re.M)
+            suites = re.search(r"^Suites:\s*(.+)$", stanza, re.M)
+            if uris and suites and SUITE in suites.group(1).split():
+                return uris.group(1).rstrip("/")
+        for line in text.splitlines():
+            m = re.match(r"^deb\s+(?:\[[^]]*\]\s+)?(\S+)\s+(\S+)\s", line.strip() + " ")
+            if m and m.group(2) == SUITE:
+                return m.group(1).rstrip("/")
+    return DEFAULT_MIRROR
+
+
+def image_exists(cli: Any, tag: str) -> bool:
+    try:
+        cli.images.get(tag)
+    except ImageNotFound:
+        return False
+    return True
+
+
+def _run(cmd: list[str], what: str, fix: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
+        raise ImageError(f"{what} failed (exit {proc.returncode}):\n{tail}\nFix: {fix}")
+
+
+def build_base(cli: Any, *, workdir: Path | None = None) -> str:
+    """Build (or reuse) the base image and return its tag."""
+    tag = base_tag()
+    if image_exists(cli, tag):
+        return tag
+    if shutil.which("debootstrap") is None:
+        raise ImageError(
+            "Cannot build the base image: debootstrap is not installed. "
+            "Fix: run `python -m orchestrator.sim.engine ensure` (installs it) or `apt-get install debootstrap`."
+        )
+    mirror = apt_mirror()
+    started = time.monotonic()
+    _say(f"sim images: building {tag} with debootstrap from {mirror} (a few minutes, once)")
+    with tempfile.TemporaryDirectory(prefix="ascend-sim-base-", dir=workdir) as tmp:
+        rootfs = Path(tmp) / "rootfs"
+        _run(
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(BASE_PACKAGES)}",
+                SUITE,
+                str(rootfs),
+                mirror,
+            ],
+            "debootstrap",
+            f"check that {mirror} is reachable (apt-get update works), then run again.",
+        )
+        _run(
+            ["chroot", str(rootfs), "/bin/sh", "-c", BASE_POST],
+            "base image clean-up in the chroot",
+            "remove the temporary tree and run again.",
+        )
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE)
+        assert tar.stdout is not None
+        try:
+            cli.api.import_image(
+                src=tar.stdout, repository=BASE_REPO, tag=base_recipe_hash(), changes=list(BASE_CHANGES),
+                stream_src=True,
+            )
+        except APIError as exc:
+            raise ImageError(f"docker import of the base image failed: {exc}. Fix: check dockerd's log.") from None
+        finally:
+            tar.stdout.close()
+            tar.wait()
+    if not image_exists(cli, tag):
+        raise ImageError(f"docker import did not produce {tag}. Fix: check /var/log/ascend-sim-dockerd.log.")
+    _say(f"sim images: {tag} ready in {time.monotonic() - started:.0f} s")
+    return tag
+
+
+def _context_files() -> list[tuple[str, Path]]:
+    """(path inside the build context, source file) for the server image, in a stable order."""
+    if not (SERVER_CONTEXT / "Dockerfile").is_file():
+        raise ImageError(f"{SERVER_CONTEXT}/Dockerfile is missing. Fix: restore images/sim-server/ from git.")
+    files = [(str(p.relative_to(SERVER_CONTEXT)), p) for p in SERVER_CONTEXT.rglob("*") if p.is_file()]
+    if FAKES_DIR.is_dir():
+        files += [
+            (f"fakes/{p.relative_to(FAKES_DIR)}", p)
+            for p in FAKES_DIR.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+        ]
+    return sorted(files)
+
+
+def server_tag(cluster: str, base: str) -> str:
+    h = hashlib.sha256(f"{cluster}\0{base}\0".encode())
+    for rel, src in _context_files():
+        h.update(rel.encode() + b"\0" + src.read_bytes() + b"\0")
+    return f"{SERVER_REPO}:{h.hexdigest()[:12]}"
+
+
+def build_server(cli: Any, cluster: str, base: str) -> tuple[str, bool]:
+    """Build (or reuse) the cluster's server image; returns (tag, built_now)."""
+    tag = server_tag(cluster, base)
+    if image_exists(cli, tag):
+        return tag, False
+    with tempfile.TemporaryDirectory(prefix="ascend-sim-ctx-") as tmp:
+        ctx = Path(tmp)
+        for rel, src in _context_files():
+            dst = ctx / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dst)
+        (ctx / "fakes").mkdir(exist_ok=True)
+        try:
+            cli.images.build(
+                path=str(ctx),
+                tag=tag,
+                buildargs={"BASE": base},
+                labels={LABEL_CLUSTER: cluster, LABEL_KIND: "server"},
+                rm=True,
+                forcerm=True,
+                pull=False,
+            )
+        except BuildError as exc:
+            log = "".join(str(c.get("stream", c.get("error", ""))) for c in exc.build_log)
+            tail = "\n".join(log.strip().splitlines()[-8:])
+            raise ImageError(
+                f"Building {tag} failed: {exc.msg}\n{tail}\nFix: correct images/sim-server/ and run again."
+            ) from None
+        except APIError as exc:
+            raise ImageError(f"Building {tag} failed: {exc}. Fix: check dockerd's log.") from None
+    return tag, True
+
+
+def remove_cluster_images(cli: Any, cluster: str) -> list[str]:
+    """Remove every image tag labelled with the cluster; returns the removed tags."""
+    removed: list[str] = []
+    for img in cli.images.list(filters={"label": f"{LABEL_CLUSTER}={cluster}"}):
+        for tag in img.tags or [img.id]:
+            try:
+                cli.images.remove(tag, noprune=False)
+                removed.append(tag)
+            except ImageNotFound:
+                continue
+    return removed
+
+
+def remove_base_images(cli: Any) -> list[str]:
+    """`sim down --purge`: remove every cached base image (all recipe hashes)."""
+    removed: list[str] = []
+    for img in cli.images.list(name=BASE_REPO):
+        for tag in img.tags:
+            try:
+                cli.images.remove(tag)
+                removed.append(tag)
+            except (ImageNotFound, APIError):
+                continue
+    return removed
+
+
+if __name__ == "__main__":  # python -m orchestrator.sim.images: build the base image (CI warm-up)
+    from orchestrator.sim.engine import EngineError, ensure_engine
+
+    try:
+        print(build_base(ensure_engine()))
+    except (EngineError, ImageError) as exc:
+        _say(str(exc))
+        sys.exit(1)

@@ -1,0 +1,112 @@
+"""Capacity planning: memory per NPU for weights, runtime and KV cache, and 'what would fit'."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.catalog import get_model
+from orchestrator.planning import capacity as cap
+from tests.helpers import validate_data
+
+
+def test_deepseek_weight_sizes_match_published_checkpoints() -> None:
+    r1 = get_model("DeepSeek-R1")
+    w8a8 = get_model("DeepSeek-R1-W8A8")
+    # ~1.3 TB in BF16, ~0.67 TB in W8A8 (ascend-samples / fleet-anchors figures)
+    assert 1.25e12 < cap.weight_bytes_total(r1, "none") < 1.40e12
+    assert 0.62e12 < cap.weight_bytes_total(w8a8, "w8a8") < 0.70e12
+    # W4A8 halves the routed experts only
+    assert cap.weight_bytes_total(w8a8, "w4a8") < 0.4e12
+
+
+def test_expert_parallel_splits_experts_over_tp_times_dp() -> None:
+    arch = get_model("DeepSeek-R1-W8A8")
+    with_ep = cap.weight_gib_per_device(arch, "w8a8", cap.Layout(tp=4, pp=1, dp=4, ep=True))
+    without = cap.weight_gib_per_device(arch, "w8a8", cap.Layout(tp=4, pp=1, dp=4, ep=False))
+    assert with_ep == pytest.approx(without / 4, rel=0.1)
+    assert 40 < with_ep < 45  # 654 B experts / 16 + 17 B dense / 4, in GiB
+
+
+def test_mla_kv_cache_is_not_split_by_tp_but_gqa_is() -> None:
+    mla = get_model("DeepSeek-R1")
+    gqa = get_model("DeepSeek-R1-Distill-Qwen-32B")
+    assert cap.kv_bytes_per_token_per_device(mla, 2, cap.Layout(1, 1, 1, False)) == 61 * 576 * 2
+    assert cap.kv_bytes_per_token_per_device(mla, 2, cap.Layout(8, 1, 1, False)) == 61 * 576 * 2
+    one = cap.kv_bytes_per_token_per_device(gqa, 2, cap.Layout(1, 1, 1, False))
+    assert one == 2 * 64 * 8 * 128 * 2
+    assert cap.kv_bytes_per_token_per_device(gqa, 2, cap.Layout(4, 1, 1, False)) == one / 4
+    # tp beyond the KV heads replicates one head per device
+    assert cap.kv_bytes_per_token_per_device(gqa, 2, cap.Layout(16, 1, 1, False)) == one / 8
+
+
+def test_servers_needed_for_r1_w8a8_on_a2_is_two_and_bf16_is_four() -> None:
+    w8a8 = get_model("DeepSeek-R1-W8A8")
+    r1 = get_model("DeepSeek-R1")
+    assert cap.servers_needed(w8a8, "w8a8", 2, 8, 64, 0.92, 16384, 200) == 2
+    assert cap.servers_needed(r1, "none", 2, 8, 64, 0.92, 16384, 200) == 4
+    # an A3 server has 16 dies: one is enough for W8A8, two for BF16 (vllm-ascend recipes)
+    assert cap.servers_needed(w8a8, "w8a8", 2, 16, 64, 0.92, 16384, 200) == 1
+    assert cap.servers_needed(r1, "none", 2, 16, 64, 0.92, 16384, 200) == 2
+
+
+def test_r1_w8a8_on_one_a2_is_rejected_with_what_would_fit(pair: dict) -> None:
+    pair["servers"] = pair["servers"][:1] + pair["servers"][2:]
+    pair["serving"]["replicas"][0]["servers"] = ["a2-01"]
+    pair["serving"]["parallelism"] = {"tp": 4, "dp": 2, "ep": True}
+    result = validate_data(pair)
+    msgs = [f for f in result.errors if f.code == "capacity"]
+    assert len(msgs) == 1
+    text = msgs[0].message
+    assert "DeepSeek-R1-W8A8 W8A8" in text
+    assert "needs at least 2 Atlas 800T A2 servers (16 x 64 GB)" in text
+    assert "this replica has 8 x 64 GB" in text
+    assert msgs[0].path == ("serving", "replicas", 0, "servers")
+
+
+def test_capacity_error_suggests_expert_parallelism_when_off(pair: dict) -> None:
+    pair["serving"]["parallelism"]["ep"] = False
+    result = validate_data(pair)
+    (finding,) = [f for f in result.errors if f.code == "capacity"]
+    assert "ep: true" in (finding.fix or "")
+
+
+def test_max_model_len_too_long_for_kv_cache_suggests_a_length(pair: dict) -> None:
+    pair["serving"]["max_model_len"] = 163840
+    pair["serving"]["max_num_seqs"] = 1
+    pair["serving"]["gpu_memory_utilization"] = 0.75
+    result = validate_data(pair)
+    (finding,) = [f for f in result.errors if f.code == "capacity"]
+    assert finding.path == ("serving", "max_model_len")
+    assert "lower max_model_len to" in (finding.fix or "")
+    suggested = int((finding.fix or "").split("lower max_model_len to ")[1].split()[0])
+    pair["serving"]["max_model_len"] = suggested
+    assert validate_data(pair).ok
+
+
+def test_full_concurrency_shortfall_is_a_warning_with_the_number_that_fits(single: dict) -> None:
+    single["serving"]["max_num_seqs"] = 64
+    result = validate_data(single)
+    assert result.ok
+    (warn,) = [f for f in result.warnings if f.code == "capacity"]
+    assert warn.message.startswith("replicas 'r0', 'r1': the KV cache holds 20 sequences")
+    assert "lower max_num_seqs to 20" in (warn.fix or "")
+
+
+def test_plan_reports_headroom_and_budget(pair: dict) -> None:
+    result = validate_data(pair)
+    assert result.plan is not None
+    c = result.plan.replicas[0].capacity
+    assert c.budget_gib == pytest.approx(64 * 0.92)
+    assert c.fits and c.full_concurrency_fits
+    assert c.headroom_gib == pytest.approx(c.kv_budget_gib - 8 * c.kv_gib_per_seq)
+    assert c.overhead_gib == pytest.approx(1.5 + 2 * 256 / 1024)
+
+
+def test_kv_int8_halves_kv_cache(single: dict) -> None:
+    base = validate_data(single).plan
+    single["serving"]["kv_cache_dtype"] = "int8"
+    half = validate_data(single).plan
+    assert base is not None and half is not None
+    assert half.replicas[0].capacity.kv_gib_per_seq == pytest.approx(
+        base.replicas[0].capacity.kv_gib_per_seq / 2
+    )

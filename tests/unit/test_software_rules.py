@@ -1,0 +1,103 @@
+"""OS, HDK driver/firmware, packages and the vllm-ascend compatibility matrix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.helpers import validate_data
+
+
+def _errors(data: dict[str, Any]) -> list[str]:
+    return [f.message for f in validate_data(data).errors]
+
+
+def test_stack_is_derived_from_the_matrix(pair: dict) -> None:
+    plan = validate_data(pair).plan
+    assert plan is not None
+    st = plan.stack
+    assert (st.vllm, st.cann, st.torch_npu, st.python) == ("v0.23.0", "9.1.0", "2.10.0.post4", "3.12")
+    (img,) = plan.images
+    assert img.soc_version == "ascend910b3"
+    assert img.base_image == "quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.12"
+    assert dict(img.build_args)["COMPILE_CUSTOM_KERNELS"] == "1"
+
+
+def test_a3_and_310p_images(a3: dict, duo: dict) -> None:
+    p3, pd = validate_data(a3).plan, validate_data(duo).plan
+    assert p3 is not None and pd is not None
+    assert p3.images[0].soc_version == "ascend910_9391" and "-a3-" in p3.images[0].base_image
+    assert p3.images[0].upstream_image.endswith("v0.23.0-a3")
+    assert pd.images[0].soc_version == "ascend310p1" and pd.images[0].upstream_image.endswith("-310p")
+
+
+def test_explicit_values_contradicting_the_matrix(pair: dict) -> None:
+    pair["software"]["vllm_ascend"].update({"cann": "8.5.1", "torch_npu": "2.9.0.post1"})
+    errs = _errors(pair)
+    assert any("built and tested with cann 9.1.0, not 8.5.1" in m for m in errs)
+    assert any("torch_npu 2.10.0.post4, not 2.9.0.post1" in m for m in errs)
+    pair["software"]["allow_unsupported"] = True
+    result = validate_data(pair)
+    assert result.ok
+    assert sum("allowed by software.allow_unsupported" in f.message for f in result.warnings) == 2
+    assert result.plan is not None and result.plan.stack.cann == "8.5.1"
+
+
+def test_unknown_release_suggests_and_needs_explicit_values_when_allowed(pair: dict) -> None:
+    pair["software"]["vllm_ascend"]["version"] = "v0.23.1"
+    result = validate_data(pair)
+    (err,) = [f for f in result.errors if f.path == ("software", "vllm_ascend", "version")]
+    assert "not in the compatibility matrix" in err.message and "did you mean" in (err.fix or "")
+    pair["software"]["allow_unsupported"] = True
+    missing = {f.path[-1] for f in validate_data(pair).errors}
+    assert {"vllm", "cann", "torch_npu", "python"} <= missing
+
+
+def test_firmware_must_fit_the_driver_and_driver_the_cann(pair: dict) -> None:
+    fw = pair["software"]["firmware"]
+    fw["version"] = "7.1.0.7.220"
+    fw["path"] = "/srv/ascend/Ascend-hdk-910b-npu-firmware_7.1.0.7.220.run"
+    assert any("outside the range driver 25.5.1 accepts" in m for m in _errors(pair))
+    drv = pair["software"]["driver"]
+    drv["version"] = "24.1.rc3"
+    drv["path"] = "/srv/ascend/Ascend-hdk-910b-npu-driver_24.1.rc3_linux-aarch64.run"
+    fw["version"] = "7.5.0.1.129"
+    fw["path"] = "/srv/ascend/Ascend-hdk-910b-npu-firmware_7.5.0.1.129.run"
+    errs = _errors(pair)
+    assert any("uses CANN 9.1.0, which needs HDK driver >= 25.5.0; driver is 24.1.rc3" in m for m in errs)
+    assert not any("outside the range" in m for m in errs)
+
+
+def test_package_names_are_checked_against_chip_version_and_arch(a3: dict) -> None:
+    a3["software"]["driver"]["path"] = "/srv/ascend/Ascend-hdk-910b-npu-driver_25.5.1_linux-aarch64.run"
+    assert any("is for Ascend-hdk-910b, but the servers have" in m for m in _errors(a3))
+    a3["software"]["driver"]["path"] = "/srv/ascend/Atlas-A3-hdk-npu-driver_25.5.0_linux-aarch64.run"
+    assert any("does not match the file name" in m for m in _errors(a3))
+    a3["software"]["driver"]["path"] = "/srv/ascend/Atlas-A3-hdk-npu-driver_25.5.1_linux-x86_64.run"
+    assert any("is built for x86_64" in m for m in _errors(a3))
+    a3["software"]["driver"]["path"] = "/srv/ascend/Atlas-A3-hdk-npu-firmware_7.8.0.6.201.run"
+    assert any("is a firmware package, not a driver" in m for m in _errors(a3))
+
+
+def test_os_must_be_supported_by_the_driver(pair: dict) -> None:
+    pair["os"] = {"distro": "kylin", "version": "22.04"}
+    assert any("is not supported by the Atlas 800T A2 HDK driver" in m for m in _errors(pair))
+
+
+def test_one_chip_family_per_site(single: dict) -> None:
+    single["profiles"]["duo"] = {"chip": "310P3", "cards": 2}
+    single["servers"].append({"name": "duo-01", "address": "10.20.0.12", "profile": "duo"})
+    single["serving"]["replicas"].append({"name": "d", "servers": ["duo-01"], "port": 8000})
+    assert any("mix chip families" in m for m in _errors(single))
+
+
+def test_build_args_may_not_override_derived_values(single: dict) -> None:
+    single["image"] = {
+        "build_args": {"SOC_VERSION": "ascend910b1", "PIP_INDEX_URL": "https://pypi.example/simple"}
+    }
+    result = validate_data(single)
+    assert [f.path for f in result.errors] == [("image", "build_args", "SOC_VERSION")]
+    del single["image"]["build_args"]["SOC_VERSION"]
+    plan = validate_data(single).plan
+    assert (
+        plan is not None and dict(plan.images[0].build_args)["PIP_INDEX_URL"] == "https://pypi.example/simple"
+    )
