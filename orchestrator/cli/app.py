@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.output import console, print_findings, print_plan, summary_line
+from orchestrator.cli.sim_cmds import sim_app
 from orchestrator.cli.sites import SiteNotFound, example_sites, resolve_site
 from orchestrator.planning.phases import plan_phases
 from orchestrator.render import render
@@ -27,6 +28,8 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Declarative Ascend NPU + vLLM-Ascend deployment: validate, render and apply a site spec.",
 )
+
+app.add_typer(sim_app, name="sim")
 
 SiteArg = Annotated[str, typer.Argument(help="Site spec file, a folder with site.yaml, or a site name.")]
 

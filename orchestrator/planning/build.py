@@ -16,7 +16,7 @@ from orchestrator.planning.resolve import (
     served_name,
 )
 from orchestrator.planning.topology import plan_replica
-from orchestrator.spec.findings import Finding, error
+from orchestrator.spec.findings import Finding, SpecPath, error
 from orchestrator.spec.site import SiteSpec
 
 RAY_PORT = 6379
@@ -96,40 +96,54 @@ def _hccn(
 def _ports(
     spec: SiteSpec, replicas: list[ReplicaPlan]
 ) -> tuple[dict[str, list[tuple[int, str]]], list[Finding]]:
-    ports: dict[str, list[tuple[int, str]]] = defaultdict(list)
-    for srv in spec.servers:
-        ports[srv.name].append((srv.ssh_port, "ssh"))
-        if "npu" in srv.roles and spec.monitoring.enabled:
-            ports[srv.name].append((spec.monitoring.node_exporter_port, "node_exporter"))
-            ports[srv.name].append((spec.monitoring.npu_exporter_port, "npu-exporter"))
+    """Ports each host listens on, and clashes reported at the spec field of the later claimant."""
+    claims: dict[str, list[tuple[int, str, SpecPath]]] = defaultdict(list)
+    mon_cfg = spec.monitoring
+    for i, srv in enumerate(spec.servers):
+        claims[srv.name].append((srv.ssh_port, "ssh", ("servers", i, "ssh_port")))
+        if "npu" in srv.roles and mon_cfg.enabled:
+            claims[srv.name].append(
+                (mon_cfg.node_exporter_port, "node_exporter", ("monitoring", "node_exporter_port"))
+            )
+            claims[srv.name].append(
+                (mon_cfg.npu_exporter_port, "npu-exporter", ("monitoring", "npu_exporter_port"))
+            )
+    index = {r.name: i for i, r in enumerate(spec.serving.replicas)}
     for rep in replicas:
-        ports[rep.head.server].append((rep.port, f"replica {rep.name} API"))
+        r = index[rep.name]
+        port_path: SpecPath = (
+            ("serving", "replicas", r, "port") if spec.serving.replicas[r].port else ("serving", "port")
+        )
+        claims[rep.head.server].append((rep.port, f"replica {rep.name} API", port_path))
         if rep.mode == "dp":
-            ports[rep.head.server].append((rep.dp_rpc_port, f"replica {rep.name} DP RPC"))
+            claims[rep.head.server].append(
+                (rep.dp_rpc_port, f"replica {rep.name} DP RPC", ("serving", "dp_rpc_port"))
+            )
         if rep.mode == "ray":
-            ports[rep.head.server].append((RAY_PORT, f"replica {rep.name} Ray head"))
-    mon = spec.monitoring.host or next((s.name for s in spec.servers if "monitoring" in s.roles), None)
-    if spec.monitoring.enabled and mon:
-        ports[mon].append((spec.monitoring.prometheus_port, "prometheus"))
+            claims[rep.head.server].append(
+                (RAY_PORT, f"replica {rep.name} Ray head", ("serving", "replicas", r))
+            )
+    mon = mon_cfg.host or next((s.name for s in spec.servers if "monitoring" in s.roles), None)
+    if mon_cfg.enabled and mon:
+        claims[mon].append((mon_cfg.prometheus_port, "prometheus", ("monitoring", "prometheus_port")))
     gw = spec.gateway.host or next((s.name for s in spec.servers if "gateway" in s.roles), None)
     if spec.gateway.enabled and gw:
-        ports[gw].append((spec.gateway.port, "gateway"))
+        claims[gw].append((spec.gateway.port, "gateway", ("gateway", "port")))
     findings: list[Finding] = []
-    index = {s.name: i for i, s in enumerate(spec.servers)}
-    for host, used in ports.items():
+    for host, used in claims.items():
         seen: dict[int, str] = {}
-        for port, what in used:
-            if port in seen and host in index:
+        for port, what, path in used:
+            if port in seen:
                 findings.append(
                     error(
-                        ("servers", index[host], "name"),
+                        path,
                         f"port {port} on '{host}' is used by both {seen[port]} and {what}",
-                        "give one of them another port (replica 'port', "
-                        "serving.dp_rpc_port, monitoring.*_port, gateway.port)",
+                        "give one of them another port",
                         "ports",
                     )
                 )
             seen.setdefault(port, what)
+    ports = {host: [(port, what) for port, what, _ in used] for host, used in claims.items()}
     return ports, findings
 
 

@@ -69,6 +69,7 @@ def plan_hccn(
         )
         return result, findings
     k = len(plan.subnets)
+    slots_per_server = [math.ceil(s.devices / k) if plan.plan == "per_index" else s.devices for s in servers]
     for order, srv in enumerate(servers):
         devices: list[HccnDevice] = []
         if srv.explicit is not None or plan.plan == "explicit":
@@ -99,19 +100,19 @@ def plan_hccn(
                     continue
                 devices.append(_device(d, given, found))
         else:
-            per_server = math.ceil(srv.devices / k) if plan.plan == "per_index" else srv.devices
             for d in range(srv.devices):
                 subnet = plan.subnets[d % k] if plan.plan == "per_index" else plan.subnets[0]
                 slot = d // k if plan.plan == "per_index" else d
-                host_number = plan.first_host + order * per_server + slot
+                # servers may have different device counts: number them after all earlier servers' slots
+                host_number = plan.first_host + sum(slots_per_server[:order]) + slot
                 addr = _host_address(subnet.cidr, host_number)
                 if addr is None:
-                    needed = plan.first_host + len(servers) * per_server
+                    needed = plan.first_host + sum(slots_per_server)
                     findings.append(
                         error(
                             (*base, "subnets", plan.subnets.index(subnet), "cidr"),
                             f"subnet {subnet.cidr} is too small: the plan needs host numbers up "
-                            f"to {needed} ({len(servers)} servers x {per_server} devices from "
+                            f"to {needed} ({len(servers)} servers, {sum(slots_per_server)} addresses per subnet from "
                             f"first_host {plan.first_host})",
                             "use a larger subnet (e.g. a /24) or lower first_host",
                             "hccn",

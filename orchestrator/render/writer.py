@@ -12,7 +12,7 @@ import yaml
 
 from orchestrator.render.inventory import Files
 
-MANAGED = ("hosts.yml", "group_vars", "host_vars")
+MANAGED_ORDER = ("group_vars", "host_vars", "hosts.yml")
 
 
 class _Dumper(yaml.SafeDumper):
@@ -55,13 +55,17 @@ def render_text(files: Files, spec_name: str, spec_sha256: str) -> dict[str, str
 
 
 def write_atomic(out_dir: Path, texts: dict[str, str]) -> list[Path]:
-    """Write the managed files into a temporary sibling folder, then swap each managed entry into place.
+    """Write the managed files into a staging folder, then swap the managed entries into place.
 
-    hosts.yml is replaced last (os.replace is atomic), so a reader that sees the new hosts.yml sees the new
-    group_vars/ and host_vars/. Stale host_vars files of removed hosts disappear with the old folder.
+    Old entries are moved into a backup folder first; if any swap fails, every entry already swapped is
+    put back, so the previous inventory survives intact. hosts.yml is swapped last, so a reader that sees
+    the new hosts.yml also sees the new group_vars/ and host_vars/. Host files of removed hosts disappear
+    with the old folders.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".render-", dir=out_dir))
+    staging = Path(tempfile.mkdtemp(prefix=".render-new-", dir=out_dir))
+    backup = Path(tempfile.mkdtemp(prefix=".render-old-", dir=out_dir))
+    swapped: list[str] = []
     try:
         for rel, text in texts.items():
             target = staging / rel
@@ -69,12 +73,32 @@ def write_atomic(out_dir: Path, texts: dict[str, str]) -> list[Path]:
             target.write_text(text, encoding="utf-8")
         for sub in ("group_vars", "host_vars"):
             (staging / sub).mkdir(exist_ok=True)
-            old = out_dir / sub
-            trash = staging / f"{sub}.old"
-            if old.exists():
-                os.replace(old, trash)
-            os.replace(staging / sub, old)
-        os.replace(staging / "hosts.yml", out_dir / "hosts.yml")
+        try:
+            for entry in MANAGED_ORDER:
+                if (out_dir / entry).exists():
+                    os.replace(out_dir / entry, backup / entry)
+                swapped.append(entry)
+                os.replace(staging / entry, out_dir / entry)
+        except BaseException:
+            _restore(out_dir, backup, swapped)
+            raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(backup, ignore_errors=True)
     return sorted(out_dir / rel for rel in texts)
+
+
+def _restore(out_dir: Path, backup: Path, swapped: list[str]) -> None:
+    """Undo the swaps done so far, newest first."""
+    for entry in reversed(swapped):
+        new = out_dir / entry
+        if (backup / entry).exists():
+            if new.is_dir():
+                shutil.rmtree(new)
+            elif new.exists():
+                new.unlink()
+            os.replace(backup / entry, new)
+        elif new.is_dir():
+            shutil.rmtree(new)
+        elif new.exists():
+            new.unlink()

@@ -3,6 +3,11 @@
 `ensure_engine()` installs Debian's docker.io and debootstrap when they are absent (apt-get), starts `dockerd`
 in the background when nothing answers on the socket (log: /var/log/ascend-sim-dockerd.log) and waits until
 the engine answers. `.ci/run` and the demo call it as `python -m orchestrator.sim.engine ensure`.
+
+The engine is started with --bridge=none (no docker0, no iptables): simulated servers share the host's network
+namespace, and each server's inner `dockerd --bridge=none` deletes a `docker0` link when it starts (moby's
+removeDefaultBridgeInterface), which would cut the network of containers on the host engine's default bridge.
+Everything the simulator runs uses --network host (servers) or none (image builds) and stays on 127.0.0.0/8.
 """
 
 from __future__ import annotations
@@ -20,12 +25,17 @@ from docker.errors import DockerException
 
 SOCKET = Path("/var/run/docker.sock")
 DOCKERD_LOG = Path("/var/log/ascend-sim-dockerd.log")
+DOCKERD_ARGS = ("--bridge=none", "--iptables=false", "--ip-masq=false")
 APT_PACKAGES = ("docker.io", "debootstrap")
 START_TIMEOUT_S = 60.0
 
 
-class EngineError(Exception):
-    """The Docker engine cannot be made available; the message says why and what to do."""
+class SimError(Exception):
+    """A simulator operation failed; the message is a sentence that says why and what to do."""
+
+
+class EngineError(SimError):
+    """The Docker engine cannot be made available."""
 
 
 def _say(msg: str) -> None:
@@ -107,8 +117,8 @@ def start_dockerd() -> None:
     DOCKERD_LOG.parent.mkdir(parents=True, exist_ok=True)
     _say(f"sim engine: starting dockerd (log: {DOCKERD_LOG})")
     with DOCKERD_LOG.open("ab") as log:
-        subprocess.Popen(  # noqa: S603 - fixed argv
-            [dockerd],
+        subprocess.Popen(
+            [dockerd, *DOCKERD_ARGS],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -130,6 +140,13 @@ def ensure_engine(*, install: bool = True, timeout_s: float = START_TIMEOUT_S) -
     if missing and install:
         install_packages(missing)
     if _responding():
+        if Path("/sys/class/net/docker0").exists():
+            _say(
+                "sim engine: note: this Docker engine has a default bridge (docker0); every simulated "
+                "server's inner dockerd deletes it when it starts, so containers on that bridge lose their "
+                "network. "
+                "Fix: run containers with --network host, or restart dockerd with --bridge=none."
+            )
         return client()
     if not _dockerd_running():
         start_dockerd()
@@ -140,7 +157,8 @@ def ensure_engine(*, install: bool = True, timeout_s: float = START_TIMEOUT_S) -
         time.sleep(0.5)
     raise EngineError(
         f"Docker engine not reachable: dockerd did not answer on {SOCKET} within {timeout_s:.0f} s. "
-        f"Last lines of {DOCKERD_LOG}:\n{_log_tail()}\nFix: read the log, stop any stale dockerd and run again."
+        f"Last lines of {DOCKERD_LOG}:\n{_log_tail()}\n"
+        "Fix: read the log, stop any stale dockerd and run again."
     )
 
 
@@ -150,10 +168,7 @@ def main(argv: list[str]) -> int:
         _say(usage)
         return 64
     try:
-        if argv[0] == "status":
-            cli = client(timeout=5)
-        else:
-            cli = ensure_engine()
+        cli = client(timeout=5) if argv[0] == "status" else ensure_engine()
     except EngineError as exc:
         _say(str(exc))
         return 1

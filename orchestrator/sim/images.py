@@ -1,11 +1,12 @@
 """Images of the simulated cluster, built without any registry.
 
-- `ascend-sim-base:<hash12>`: debootstrap bookworm minbase + the packages below, imported with `docker import`.
-  The tag is a content hash of the recipe, so a built base is reused until the recipe changes (kept by
-  `sim down`, removed by `sim down --purge`).
-- `ascend-sim-server:<hash12>`: FROM the base, adds `images/sim-server/` (init, reboot/shutdown wrappers, lspci
-  wrapper, sshd config) and the fake tools of `orchestrator/sim/fakes/`. Built per cluster (the hash covers
-  the content and the cluster name) and labelled `io.ascend-sim.cluster=<cluster>`, so `sim down` removes it.
+- `ascend-sim-base:<hash12>`: debootstrap bookworm minbase + the packages below, imported with
+  `docker import`. The tag is a content hash of the recipe, so a built base is reused until the recipe
+  changes (kept by `sim down`, removed by `sim down --purge`).
+- `ascend-sim-server:<hash12>`: FROM the base, adds `images/sim-server/` (init, reboot/shutdown wrappers,
+  lspci wrapper, sshd config) and the fake tools of `orchestrator/sim/fakes/`. Built per cluster (the hash
+  covers the content and the cluster name) and labelled `io.ascend-sim.cluster=<cluster>`, so `sim down`
+  removes it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from docker.errors import APIError, BuildError, ImageNotFound
+
+from orchestrator.sim.engine import SimError
 
 BASE_REPO = "ascend-sim-base"
 SERVER_REPO = "ascend-sim-server"
@@ -62,8 +65,8 @@ SERVER_CONTEXT = ROOT / "images" / "sim-server"
 FAKES_DIR = Path(__file__).resolve().parent / "fakes"
 
 
-class ImageError(Exception):
-    """An image could not be built; the message says why and what to do."""
+class ImageError(SimError):
+    """An image could not be built."""
 
 
 def _say(msg: str) -> None:
@@ -129,7 +132,8 @@ def build_base(cli: Any, *, workdir: Path | None = None) -> str:
     if shutil.which("debootstrap") is None:
         raise ImageError(
             "Cannot build the base image: debootstrap is not installed. "
-            "Fix: run `python -m orchestrator.sim.engine ensure` (installs it) or `apt-get install debootstrap`."
+            "Fix: run `python -m orchestrator.sim.engine ensure` (installs it) "
+            "or `apt-get install debootstrap`."
         )
     mirror = apt_mirror()
     started = time.monotonic()
@@ -153,15 +157,22 @@ def build_base(cli: Any, *, workdir: Path | None = None) -> str:
             "base image clean-up in the chroot",
             "remove the temporary tree and run again.",
         )
-        tar = subprocess.Popen(["tar", "-C", str(rootfs), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE)
+        tar = subprocess.Popen(
+            ["tar", "-C", str(rootfs), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE
+        )
         assert tar.stdout is not None
         try:
             cli.api.import_image(
-                src=tar.stdout, repository=BASE_REPO, tag=base_recipe_hash(), changes=list(BASE_CHANGES),
+                src=tar.stdout,
+                repository=BASE_REPO,
+                tag=base_recipe_hash(),
+                changes=list(BASE_CHANGES),
                 stream_src=True,
             )
         except APIError as exc:
-            raise ImageError(f"docker import of the base image failed: {exc}. Fix: check dockerd's log.") from None
+            raise ImageError(
+                f"docker import of the base image failed: {exc}. Fix: check dockerd's log."
+            ) from None
         finally:
             tar.stdout.close()
             tar.wait()
@@ -208,11 +219,12 @@ def build_server(cli: Any, cluster: str, base: str) -> tuple[str, bool]:
             cli.images.build(
                 path=str(ctx),
                 tag=tag,
-                buildargs={"BASE": base},
+                buildargs={"BASE": base, "CLUSTER": cluster},
                 labels={LABEL_CLUSTER: cluster, LABEL_KIND: "server"},
                 rm=True,
                 forcerm=True,
                 pull=False,
+                network_mode="none",
             )
         except BuildError as exc:
             log = "".join(str(c.get("stream", c.get("error", ""))) for c in exc.build_log)
@@ -223,6 +235,44 @@ def build_server(cli: Any, cluster: str, base: str) -> tuple[str, bool]:
         except APIError as exc:
             raise ImageError(f"Building {tag} failed: {exc}. Fix: check dockerd's log.") from None
     return tag, True
+
+
+# What a serving image needs from the server's own tree: not the engines, keys, state or mounted data.
+SEED_EXCLUDES = (
+    "./proc", "./sys", "./dev", "./run", "./tmp", "./data", "./var/lib/docker", "./var/lib/ascend-sim",
+    "./var/log/*", "./etc/ssh/ssh_host_*", "./root/.ssh", "./usr/local/Ascend", "./usr/local/dcmi",
+    "./usr/bin/docker*", "./usr/sbin/dockerd", "./usr/bin/containerd*", "./usr/sbin/runc", "./usr/bin/runc",
+)  # fmt: skip
+
+
+def seed_inner_base(ctr: Any, tags: list[str]) -> bool:
+    """Make the CANN base image(s) of the plan exist in a build server's inner Docker, with no registry: a
+    python3 image imported from the server's own tree (bookworm minbase + python3), tagged with every name
+    in tags. Returns False when they were all there already."""
+    check = " && ".join(f"docker image inspect {t} >/dev/null 2>&1" for t in tags)
+    excludes = " ".join(f"--exclude='{e}'" for e in SEED_EXCLUDES)
+    imported = f"docker import --change 'CMD [\"/bin/bash\"]' - {tags[0]} >/dev/null"
+    script = "; ".join(
+        [
+            f"if {check}; then exit 3; fi",
+            "for i in $(seq 1 150); do docker info >/dev/null 2>&1 && break; sleep 0.2; done",
+            " && ".join(
+                [
+                    f"tar -C / {excludes} -cf - . | {imported}",
+                    *(f"docker tag {tags[0]} {t}" for t in tags[1:]),
+                ]
+            ),
+        ]
+    )
+    res = ctr.exec_run(["sh", "-c", script])
+    if res.exit_code == 3:
+        return False
+    if res.exit_code != 0:
+        raise ImageError(
+            f"Loading {tags[0]} into {ctr.name}'s Docker failed: {res.output.decode(errors='replace')[-400:]}"
+            f" Fix: check the server's dockerd (`docker exec {ctr.name} tail /var/log/dockerd.log`)."
+        )
+    return True
 
 
 def remove_cluster_images(cli: Any, cluster: str) -> list[str]:
@@ -252,10 +302,10 @@ def remove_base_images(cli: Any) -> list[str]:
 
 
 if __name__ == "__main__":  # python -m orchestrator.sim.images: build the base image (CI warm-up)
-    from orchestrator.sim.engine import EngineError, ensure_engine
+    from orchestrator.sim.engine import ensure_engine
 
     try:
         print(build_base(ensure_engine()))
-    except (EngineError, ImageError) as exc:
+    except SimError as exc:
         _say(str(exc))
         sys.exit(1)

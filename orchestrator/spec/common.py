@@ -44,6 +44,9 @@ SecretRef = Annotated[
     ),
 ]
 
+SECRET_NAME = re.compile(r"(^|[_-])(KEY|TOKEN|PASSWORD|PASSWD|SECRET|CREDENTIALS?)$", re.IGNORECASE)
+"""Names (field, env variable, flag) whose values are secrets: HF_TOKEN, api_key, --hf-token, ..."""
+
 SECRET_FIELD_NAMES = frozenset({"api_key", "password", "token", "secret"})
 """Field names whose input must never be printed in an error message."""
 

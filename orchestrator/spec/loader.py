@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,10 +109,18 @@ def parse_text(text: str, filename: str) -> tuple[Document | None, list[Finding]
     return Document(filename, text, digest, _plain(root), SourceMap(root)), []
 
 
+_DUPLICATE = re.compile(r'found duplicate key "(?P<key>[^"]*)"')
+
+
 def _mark_finding(exc: MarkedYAMLError, what: str, fix: str) -> Finding:
     mark = exc.problem_mark or exc.context_mark
     pos = Position(mark.line + 1, mark.column + 1) if mark is not None else Position(1, 1)
     detail = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+    dup = _DUPLICATE.search(detail)
+    if dup is not None:  # ruamel quotes both values, which may be secrets: name the key only
+        return error(
+            (), f'duplicate key "{dup["key"]}": it appears twice in the same mapping', fix, "yaml"
+        ).at(pos)
     return error((), f"{what}: {detail}".strip().rstrip(":"), fix, code="yaml").at(pos)
 
 

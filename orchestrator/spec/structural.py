@@ -10,7 +10,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from orchestrator.spec.common import SECRET_FIELD_NAMES
+from orchestrator.spec.common import SECRET_FIELD_NAMES, SECRET_NAME
 from orchestrator.spec.findings import Finding, SpecPath, error, format_path
 from orchestrator.spec.site import SiteSpec
 
@@ -68,8 +68,11 @@ def model_at(path: SpecPath, root: type[BaseModel] = SiteSpec) -> type[BaseModel
     return None
 
 
-def _clean_loc(loc: tuple[int | str, ...], data: Any) -> SpecPath:
-    """Drop pydantic's union/validator tags that do not name a key or index of the input."""
+def _clean_loc(loc: tuple[int | str, ...], data: Any, missing: bool) -> SpecPath:
+    """Drop pydantic's union/validator tags that do not name a key or index of the input.
+
+    Only a 'missing' error may name a key that is not in the input; any other unmatched part is a tag.
+    """
     out: list[int | str] = []
     node = data
     for part in loc:
@@ -78,7 +81,7 @@ def _clean_loc(loc: tuple[int | str, ...], data: Any) -> SpecPath:
         if in_dict or in_list:
             out.append(part)
             node = node[part]
-        elif isinstance(node, dict) and isinstance(part, str) and out[-1:] != [part]:
+        elif missing and isinstance(node, dict) and isinstance(part, str) and out[-1:] != [part]:
             # a missing key: keep it (the error is about it), stop walking
             out.append(part)
             node = None
@@ -93,8 +96,12 @@ def _display(value: Any) -> str:
 
 
 def _is_secret(path: SpecPath) -> bool:
+    """Values at these paths may be secrets: never print them."""
     names = [p for p in path if isinstance(p, str)]
-    return bool(names) and (names[-1] in SECRET_FIELD_NAMES or (names[-1] == "url" and "drift" in names))
+    if not names:
+        return False
+    last = names[-1]
+    return last in SECRET_FIELD_NAMES or bool(SECRET_NAME.search(last)) or (last == "url" and "drift" in names)
 
 
 def _field_doc(path: SpecPath) -> str:
@@ -107,8 +114,8 @@ def _field_doc(path: SpecPath) -> str:
 
 def _translate(err: ErrorDetails, data: Any) -> Finding:
     loc = tuple(err["loc"])
-    path = _clean_loc(loc, data)
     kind = err["type"]
+    path = _clean_loc(loc, data, kind == "missing")
     msg = err["msg"]
     shown = "" if _is_secret(path) else f"; got {_display(err.get('input'))}"
     if kind == "extra_forbidden":
@@ -120,7 +127,7 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
         hint = f"did you mean '{close[0]}'? " if close else ""
         return error(
             path,
-            f"unknown key '{key}' in {where}",
+            f"unknown key '{key}' {'at' if not path[:-1] else 'in'} {where}",
             f"{hint}allowed keys here: {', '.join(allowed)}",
             code="unknown-key",
         )
@@ -156,6 +163,8 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
 def _fix_for_value_error(text: str) -> str:
     if "secret" in text:
         return "put the secret in an environment variable or a file and write e.g. 'env:VLLM_API_KEY'"
+    if "exactly one of 'path'" in text:
+        return "keep either 'path:' (a file on the controller) or 'url:', not both and not neither"
     return "correct the value as described"
 
 
@@ -165,11 +174,20 @@ def _generic_fix(kind: str, path: SpecPath) -> str:
         return f"write a number{doc}"
     if kind.startswith("bool"):
         return "write true or false"
+    if kind == "list_type":
+        return f"write a YAML list, e.g. [a, b] or one '- item' per line{doc}"
+    if kind in ("dict_type", "model_type", "model_attributes_type"):
+        return f"write a mapping (key: value lines) here{doc}"
     if kind.endswith("_type") or kind.startswith("model_"):
         return f"check the structure of this section{doc} against docs/spec.md"
     if kind.startswith(("greater", "less")):
         return f"use a value inside the allowed range{doc}"
     return f"see docs/spec.md for this field{doc}"
+
+
+def _union_fix(path: SpecPath) -> str:
+    doc = _field_doc(path)
+    return f"write one of the accepted forms{doc}" if doc else "see docs/spec.md for the accepted forms"
 
 
 def _merge_union(findings: list[Finding]) -> list[Finding]:
@@ -180,7 +198,8 @@ def _merge_union(findings: list[Finding]) -> list[Finding]:
         if f.path in seen:
             prev = seen[f.path]
             if f.message not in prev.message and f.code == prev.code == "type":
-                seen[f.path] = error(prev.path, f"{prev.message}; or {f.message}", prev.fix, prev.code)
+                first = prev.message.split("; got ")[0]
+                seen[f.path] = error(prev.path, f"{first}; or {f.message}", _union_fix(prev.path), prev.code)
             continue
         seen[f.path] = f
         order.append(f.path)
@@ -188,6 +207,10 @@ def _merge_union(findings: list[Finding]) -> list[Finding]:
 
 
 def validate_structure(data: Any) -> tuple[SiteSpec | None, list[Finding]]:
+    if data == {}:
+        return None, [
+            error((), "the spec is empty", "start from an example: inventories/*/site.yaml", code="missing")
+        ]
     try:
         return SiteSpec.model_validate(data), []
     except ValidationError as exc:

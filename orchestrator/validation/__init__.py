@@ -94,7 +94,8 @@ def validate_document(doc: Document) -> ValidationResult:
     if spec is not None:
         plan, findings = _semantic(spec)
     located = []
-    for f in merge_replica_findings(findings):
+    unique = list(dict.fromkeys(findings))  # per-replica checks may report the same shared field twice
+    for f in merge_replica_findings(unique):
         pos = doc.source_map.locate_key(f.path) if f.code == "unknown-key" else doc.source_map.locate(f.path)
         located.append(f.at(pos))
     return ValidationResult(doc.filename, doc, spec, plan, tuple(sort_findings(located)))

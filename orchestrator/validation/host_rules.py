@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator
 
-from orchestrator.catalog import get_chip, known_module, unknown_options
-from orchestrator.spec.findings import Finding, error, warning
+from orchestrator.catalog import KNOWN_MODULE_OPTIONS, get_chip, known_module, unknown_options
+from orchestrator.spec.findings import Finding, SpecPath, error, warning
 from orchestrator.spec.site import SiteSpec
 
 _SYSCTL = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_*-]+)+$")
@@ -32,18 +33,24 @@ def check_tuning(spec: SiteSpec) -> Iterator[Finding]:
             if (module, opt) in _SEED_MYTHS:
                 yield error((*path, opt), _SEED_MYTHS[(module, opt)], f"remove {opt}", "tuning")
         unknown = [o for o in unknown_options(module, options) if (module, o) not in _SEED_MYTHS]
-        if not unknown:
-            continue
-        what = (
-            f"options {', '.join(unknown)} are not parameters of {module}"
-            if known_module(module)
-            else f"module '{module}' is not in the catalog of host RDMA NIC modules"
-        )
-        fix = f"check 'modinfo -p {module}' on the host"
-        if t.allow_unknown_module_options:
-            yield warning(path, what + " (allowed by tuning.allow_unknown_module_options)", fix, "tuning")
+        findings: list[tuple[SpecPath, str, str]]
+        if not known_module(module) and unknown:
+            findings = [(path, f"module '{module}' is not in the catalog of host RDMA NIC modules", "")]
         else:
-            yield error(path, what, fix + ", or set tuning.allow_unknown_module_options: true", "tuning")
+            known = sorted(set(options) - set(unknown)) + sorted(KNOWN_MODULE_OPTIONS.get(module, ()))
+            findings = []
+            for opt in unknown:
+                close = difflib.get_close_matches(opt, known, n=1, cutoff=0.6)
+                hint = f"did you mean '{close[0]}'? " if close else ""
+                findings.append(((*path, opt), f"'{opt}' is not a parameter of {module}", hint))
+        for where, what, hint in findings:
+            fix = f"{hint}check 'modinfo -p {module}' on the host"
+            if t.allow_unknown_module_options:
+                yield warning(
+                    where, what + " (allowed by tuning.allow_unknown_module_options)", fix, "tuning"
+                )
+            else:
+                yield error(where, what, fix + ", or set tuning.allow_unknown_module_options: true", "tuning")
     hp = t.hugepages
     for i, srv in enumerate(spec.servers):
         prof = spec.profiles.get(srv.profile or "")
@@ -66,15 +73,15 @@ def check_network(spec: SiteSpec) -> Iterator[Finding]:
     roce = {name for name, p in spec.profiles.items() if get_chip(p.chip).has_roce}
     servers = {s.name: s for s in spec.servers}
     needs = [
-        r.name
-        for r in spec.serving.replicas
+        (i, r.name)
+        for i, r in enumerate(spec.serving.replicas)
         if len(r.servers) > 1 and all(servers.get(s) and servers[s].profile in roce for s in r.servers)
     ]
     hccn = spec.network.hccn
     if needs and hccn is None:
         yield error(
-            ("network",),
-            f"replica(s) {', '.join(needs)} span servers and talk over the NPU NICs, but "
+            ("serving", "replicas", needs[0][0], "servers"),
+            f"replica(s) {', '.join(n for _, n in needs)} span servers and talk over the NPU NICs, but "
             "there is no HCCN plan",
             "add network.hccn with the NPU-NIC subnet(s)",
             "hccn",

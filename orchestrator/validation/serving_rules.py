@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 from orchestrator.catalog import KNOWN_SERVE_FLAGS, REMOVED_SERVE_FLAGS, canonical_flag, suggest_flag
 from orchestrator.planning.serve_args import DERIVED_ENV, DERIVED_FLAGS
+from orchestrator.spec.common import SECRET_NAME
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
 
-_SECRETISH = re.compile(r"(KEY|TOKEN|PASSWORD|SECRET|PASSWD)", re.IGNORECASE)
 _NUMBER = re.compile(r"^-?[0-9][0-9.e+-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REF = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:\S.*)$")
@@ -28,7 +28,14 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
         given = arg.split("=", 1)[0]
         flag = canonical_flag(given)
         path = ("serving", "extra_args", i)
-        if flag in REMOVED_SERVE_FLAGS:
+        if SECRET_NAME.search(flag) and flag != "--api-key":
+            yield error(
+                path,
+                f"{given} carries a secret, and extra_args are rendered into the inventory in plain text",
+                "remove it and pass the secret as a reference in serving.env (e.g. HF_TOKEN: env:HF_TOKEN)",
+                "secret",
+            )
+        elif flag in REMOVED_SERVE_FLAGS:
             yield error(
                 path, f"{flag}: {REMOVED_SERVE_FLAGS[flag]}", f"remove {flag} from extra_args", "vllm-args"
             )
@@ -69,7 +76,7 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
                 "remove it; set the matching field (serving.hccl, replica devices, serving.api_key)",
                 "env",
             )
-        elif _SECRETISH.search(key) and not _REF.match(value):
+        elif SECRET_NAME.search(key) and not _REF.match(value):
             yield error(
                 epath,
                 f"{key} looks like a secret and its value is inline",

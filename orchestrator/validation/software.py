@@ -178,7 +178,9 @@ def _check_hdk(spec: SiteSpec, release: VllmAscendRelease | None) -> Iterator[Fi
                 ("software", "driver", "version"),
             )
         )
-        if Version.parse(release.min_driver) > driver:
+        cann_min = min_driver_for_cann(release.cann)
+        stricter = cann_min is None or Version.parse(release.min_driver) > Version.parse(cann_min)
+        if stricter and Version.parse(release.min_driver) > driver:
             yield _contradiction(
                 spec,
                 ("software", "driver", "version"),

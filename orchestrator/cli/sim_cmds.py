@@ -1,0 +1,222 @@
+"""`orchestrator sim ...`: the simulated Ascend cluster (up / down / status / fault)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from docker.errors import DockerException
+
+from orchestrator.cli.output import console
+from orchestrator.sim import cluster, faults
+from orchestrator.sim.engine import DOCKERD_LOG, SimError
+
+sim_app = typer.Typer(
+    no_args_is_help=True,
+    help="A simulated Ascend cluster in containers (servers reached over SSH on 127.0.0.N).",
+)
+fault_app = typer.Typer(no_args_is_help=True, help="Inject or clear faults in a running simulated server.")
+sim_app.add_typer(fault_app, name="fault")
+
+T = TypeVar("T")
+
+
+class ProfileName(StrEnum):
+    a2 = "atlas-800t-a2"
+    a3 = "atlas-800-a3"
+    duo = "atlas-300i-duo"
+
+
+class Mode(StrEnum):
+    stop = "stop"
+    pause = "pause"
+
+
+class Level(StrEnum):
+    warning = "Warning"
+    alarm = "Alarm"
+    critical = "Critical"
+
+
+NameOpt = Annotated[str, typer.Option("--name", help="Cluster name (also the site name).")]
+ServerArg = Annotated[str, typer.Argument(help="Server name, e.g. a2-01.")]
+IdsArg = Annotated[list[int], typer.Argument(help="Logical device ids (the N of /dev/davinciN).")]
+ClearOpt = Annotated[bool, typer.Option("--clear", help="Remove the fault instead.")]
+DEFAULT_NAME = "sim"
+
+
+def _root() -> Path:
+    return Path.cwd()
+
+
+def _say(msg: str) -> None:
+    console(stderr=True).print(msg, markup=False)
+
+
+def _run(fn: Callable[[], T]) -> T:
+    """Run one sim operation; failures become one readable message and exit code 1, never a traceback."""
+    try:
+        return fn()
+    except SimError as exc:
+        console(stderr=True).print(str(exc), markup=False, style="red")
+    except DockerException as exc:
+        console(stderr=True).print(
+            f"Docker engine error: {exc}. Fix: check {DOCKERD_LOG}, then run the command again.",
+            markup=False,
+            style="red",
+        )
+    raise typer.Exit(1)
+
+
+@sim_app.command()
+def up(
+    nodes: Annotated[int, typer.Option(help="NPU servers.")] = 2,
+    profile: Annotated[ProfileName, typer.Option(help="Hardware profile.")] = ProfileName.a2,
+    gateway: Annotated[bool, typer.Option("--gateway", help="Add a gateway host (no NPUs).")] = False,
+    monitoring: Annotated[
+        bool, typer.Option("--monitoring", help="Add a monitoring host (no NPUs).")
+    ] = False,
+    name: NameOpt = DEFAULT_NAME,
+) -> None:
+    """Bring the cluster up and write inventories/<name>/site.yaml; running it again changes nothing."""
+    started = time.monotonic()
+    wanted = cluster.ClusterState(name, profile.value, nodes, gateway, monitoring)
+    changes = _run(lambda: cluster.up(_root(), wanted, _say))
+    out = console()
+    for change in changes:
+        out.print(f"  {change}", markup=False)
+    verdict = f"{len(changes)} change(s)" if changes else "nothing changed, already up"
+    out.print(
+        f"sim cluster '{name}' ({wanted.describe()}): {verdict} in {time.monotonic() - started:.1f} s. "
+        f"Spec: inventories/{name}/site.yaml (next: orchestrator render {name})",
+        markup=False,
+    )
+
+
+@sim_app.command()
+def down(
+    name: NameOpt = DEFAULT_NAME,
+    purge: Annotated[bool, typer.Option("--purge", help="Also remove the cached base image.")] = False,
+) -> None:
+    """Remove every container, volume, image tag and file the cluster made."""
+    removed = _run(lambda: cluster.down(_root(), name, purge=purge, say=_say))
+    out = console()
+    for item in removed:
+        out.print(f"  removed {item}", markup=False)
+    out.print(f"sim cluster '{name}': " + ("removed" if removed else "nothing to remove"), markup=False)
+
+
+@sim_app.command()
+def status(
+    name: Annotated[str | None, typer.Option("--name", help="One cluster (default: all).")] = None,
+) -> None:
+    """List the hosts of each cluster: address, roles, container state, SSH, driver, active faults."""
+    names = [name] if name else _run(lambda: faults.known_clusters(_root()))
+    out = console()
+    if not names:
+        out.print("no simulated cluster (start one with `orchestrator sim up`)", markup=False)
+        return
+    for n in names:
+        state, rows = _run(lambda n=n: faults.status(_root(), n))  # type: ignore[misc]
+        shape = state.describe() if state else "no cluster.json"
+        out.print(f"cluster {n} ({shape}): inventories/{n}/site.yaml", markup=False)
+        if not rows:
+            out.print("  no servers", markup=False)
+            continue
+        header = ("SERVER", "ADDRESS", "ROLES", "CONTAINER", "SSH", "DRIVER", "FAULTS")
+        table = [
+            header,
+            *((r.name, r.address, r.roles, r.container, r.ssh, r.driver, r.faults) for r in rows),
+        ]
+        widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+        for row in table:
+            out.print(
+                "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(), markup=False
+            )
+
+
+def _fault(name: str, server: str, fn: Callable[[faults.Server], str]) -> None:
+    msg = _run(lambda: fn(faults.Server(_root(), name, server)))
+    console().print(msg, markup=False)
+
+
+@fault_app.command("unreachable")
+def f_unreachable(
+    server: ServerArg,
+    mode: Annotated[Mode, typer.Option(help="stop: SSH refused; pause: the host hangs.")] = Mode.stop,
+    name: NameOpt = DEFAULT_NAME,
+) -> None:
+    """Make a server unreachable over SSH (undo with `fault back`)."""
+    _fault(name, server, lambda s: faults.unreachable(s, mode.value))
+
+
+@fault_app.command("back")
+def f_back(server: ServerArg, name: NameOpt = DEFAULT_NAME) -> None:
+    """Make an unreachable server reachable again."""
+    _fault(name, server, faults.back)
+
+
+@fault_app.command("npu-unhealthy")
+def f_npu_unhealthy(
+    server: ServerArg,
+    ids: IdsArg,
+    level: Annotated[Level, typer.Option(help="Health npu-smi shows.")] = Level.alarm,
+    clear: ClearOpt = False,
+    name: NameOpt = DEFAULT_NAME,
+) -> None:
+    """Mark NPUs unhealthy in npu-smi."""
+    _fault(name, server, lambda s: faults.npu_unhealthy(s, ids, level.value, clear))
+
+
+@fault_app.command("link-down")
+def f_link_down(
+    server: ServerArg, ids: IdsArg, clear: ClearOpt = False, name: NameOpt = DEFAULT_NAME
+) -> None:
+    """Take NPU-NIC links down (hccn_tool -link, -ping across the fabric)."""
+    _fault(name, server, lambda s: faults.link_down(s, ids, clear))
+
+
+@fault_app.command("driver-fails")
+def f_driver_fails(server: ServerArg, clear: ClearOpt = False, name: NameOpt = DEFAULT_NAME) -> None:
+    """Make the next driver package install on the server fail."""
+    _fault(name, server, lambda s: faults.driver_fails(s, clear))
+
+
+@fault_app.command("vllm")
+def f_vllm(
+    server: ServerArg,
+    never_healthy: Annotated[bool, typer.Option("--never-healthy", help="/health stays 503.")] = False,
+    crash_after: Annotated[float | None, typer.Option(help="Exit this many seconds after healthy.")] = None,
+    slow_ms: Annotated[int | None, typer.Option(help="Extra latency before the first token.")] = None,
+    wrong_answers: Annotated[bool, typer.Option("--wrong-answers", help="Perturb answers.")] = False,
+    port: Annotated[int | None, typer.Option(help="Only the vLLM server on this API port.")] = None,
+    clear: ClearOpt = False,
+    name: NameOpt = DEFAULT_NAME,
+) -> None:
+    """Make the fake vLLM server misbehave (never healthy, crash, slow, wrong answers)."""
+    settings: dict[str, Any] = {}
+    if never_healthy:
+        settings["never_healthy"] = True
+    if crash_after is not None:
+        settings["crash_after_s"] = crash_after
+    if slow_ms is not None:
+        settings["slow_ms"] = slow_ms
+    if wrong_answers:
+        settings["wrong_answers"] = True
+    _fault(name, server, lambda s: faults.vllm(s, settings, port, clear))
+
+
+@fault_app.command("disk-full")
+def f_disk_full(server: ServerArg, clear: ClearOpt = False, name: NameOpt = DEFAULT_NAME) -> None:
+    """Make /data nearly full (df, Ansible facts and writes see it)."""
+    _fault(name, server, lambda s: faults.disk_full(s, clear))
+
+
+@fault_app.command("clear")
+def f_clear(server: ServerArg, name: NameOpt = DEFAULT_NAME) -> None:
+    """Clear every fault of a server (reachable, healthy, links up, room on /data)."""
+    _fault(name, server, faults.clear_all)

@@ -1,0 +1,1 @@
+"""Fake Ascend host tools (npu-smi, hccn_tool, upgrade-tool, lspci, .run installer): standalone scripts."""

@@ -1,0 +1,250 @@
+#!/usr/bin/env python3
+"""hccn_tool (simulated NPU RoCE NICs), installed as /usr/local/Ascend/driver/tools/hccn_tool.
+
+  hccn_tool -i N -ip -s address A netmask M | -ip -g
+  hccn_tool -i N -netdetect -s address A | -netdetect -g
+  hccn_tool -i N -gateway -s gateway G | -gateway -g
+  hccn_tool -i N -link -g | -net_health -g | -lldp -g
+  hccn_tool -i N -tls -s enable 0|1 | -tls -g
+  hccn_tool -i N -ping -g address X [pkt N]
+
+State: /etc/hccn.conf (address_N, netmask_N, netdetect_N, gateway_N, send_arp_status_N, tls_enable_N,
+grouped per device as in sample 5i) and the cluster's shared fabric/<server>.json mirror
+(simboot.sync_fabric), refreshed by every call. NIC N is up unless faults.json link_down lists N.
+Ping succeeds when this NIC is up and has an address, and X is the address of an up NIC of any server of
+the fabric (this one included) that is in this NIC's subnet or reachable through its gateway; otherwise
+every packet times out. Either way the command ran, so it exits 0 (callers read the "packet loss" line).
+Set commands other than -tls print nothing (no sample shows their output); -tls -s prints "Cmd executed
+successfully!" (sample 5f). Error texts for an unset IP / gateway are the tool's own (5a, 5h); the others
+(bad arguments, unset netdetect, no LLDP neighbour, no driver) are plausible stand-ins, rc 255.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+from typing import TYPE_CHECKING
+
+
+def _find_fakes() -> None:
+    here = os.path.dirname(os.path.realpath(__file__))
+    sim_root = os.environ.get("ASCEND_SIM_ROOT") or "/"
+    for d in (
+        here,
+        os.path.join(sim_root, "usr/local/Ascend/driver/tools/ascend-sim"),
+        "/opt/ascend-sim/fakes",
+    ):
+        if os.path.isfile(os.path.join(d, "simstate.py")):
+            sys.path.insert(0, d)
+            return
+
+
+_find_fakes()
+if TYPE_CHECKING:
+    from orchestrator.sim.fakes import simboot, simstate
+else:
+    import simboot
+    import simstate
+
+KEYS = ("address", "netmask", "netdetect", "gateway", "send_arp_status", "tls_enable")  # sample 5i order
+RC_ERR = 255
+USAGE = (
+    "Usage: hccn_tool -i <device_id> <-ip|-netdetect|-gateway|-link|-net_health|-lldp|-tls|-ping>"
+    " <-s|-g> [...]"
+)
+
+
+class Fail(Exception):
+    pass
+
+
+def read_conf() -> tuple[dict[int, dict[str, str]], list[str]]:
+    per_dev: dict[int, dict[str, str]] = {}
+    other: list[str] = []
+    for line in simstate.read_text(simstate.HCCN_CONF).splitlines():
+        key, sep, value = line.partition("=")
+        name, _, dev = key.strip().rpartition("_")
+        if sep and name in KEYS and dev.isdigit():
+            per_dev.setdefault(int(dev), {})[name] = value.strip()
+        elif line.strip():
+            other.append(line)
+    return per_dev, other
+
+
+def write_conf(per_dev: dict[int, dict[str, str]], other: list[str]) -> None:
+    lines = [f"{k}_{dev}={per_dev[dev][k]}" for dev in sorted(per_dev) for k in KEYS if k in per_dev[dev]]
+    simstate.write_text(simstate.HCCN_CONF, "".join(f"{line}\n" for line in [*lines, *other]), 0o640)
+
+
+def set_conf(dev: int, **values: str) -> None:
+    per_dev, other = read_conf()
+    per_dev.setdefault(dev, {}).update(values)
+    write_conf(per_dev, other)
+
+
+def _ip(text: str, what: str) -> str:
+    try:
+        return str(ipaddress.IPv4Address(text))
+    except ValueError:
+        raise Fail(f"Invalid {what}: {text}") from None
+
+
+def _pairs(args: list[str]) -> dict[str, str]:
+    if len(args) % 2:
+        raise Fail(f"Invalid parameter: {args[-1]}")
+    return {args[i]: args[i + 1] for i in range(0, len(args), 2)}
+
+
+def _net(address: str, netmask: str) -> ipaddress.IPv4Network:
+    return ipaddress.IPv4Network(f"{address}/{netmask}", strict=False)
+
+
+def ping(hw: simstate.Hardware, dev: int, conf: dict[str, str], target: str, count: int) -> list[str]:
+    """Sample 5d: 'device N PING X', 'recv seq=i,time=T' or 'recv time out seq=i', then the summary."""
+    ok = False
+    own, mask = conf.get("address", ""), conf.get("netmask", "")
+    if simstate.link_up(dev) and own and mask:
+        for nics in simboot.fabric().values():
+            for nic in nics.values():
+                if nic.get("address") == target and nic.get("link") == "UP":
+                    same_subnet = ipaddress.IPv4Address(target) in _net(own, mask)
+                    ok = ok or same_subnet or bool(conf.get("gateway"))
+    out = [f"device {dev} PING {target}"]
+    for seq in range(count):
+        if ok:
+            jitter = simstate.seeded(hw, dev, f"{target}:{seq}") % 1000
+            ms = (0.1 + jitter / 700) if seq == 0 else (0.03 + jitter / 25000)
+            out.append(f"recv seq={seq},time={ms:.6f}ms")
+        else:
+            out.append(f"recv time out seq={seq}")
+    got = count if ok else 0
+    loss = 100.0 * (count - got) / count if count else 0.0
+    return [*out, f"{count} packets transmitted, {got} received, {loss:.2f}% packet loss"]
+
+
+def lldp(hw: simstate.Hardware, dev: int) -> list[str]:
+    """Sample 5e layout (value lines start with a TAB); switch ports follow the 5e `grep Ifname` pattern."""
+    mac = ":".join(f"{(simstate.seeded(hw, dev, 'mac') >> (4 * i)) & 0xFF:02x}" for i in range(6))
+    return [
+        "Chassis ID TLV",
+        f"\tMAC: {mac}",
+        "Port ID TLV",
+        f"\tIfname: 400GE1/{dev // 2 + 1}/5:{dev % 2 + 1}",
+        "System Description TLV",
+        "\tVersatile Routing Platform Software",
+        "VRP (R) software, Version 8.211 (DX511 V200R021C10SPC600)",
+        "",
+        "Huarong DX511",
+        "",
+        "System Capabilities TLV",
+        "\tEnabled capabilities: Bridge, Router",
+        "Management Address TLV",
+        f"\tIPv4: 10.255.{dev}.1",
+        "Maximum Frame Size TLV",
+        "\t9216",
+        "End of LLDPDU TLV",
+    ]
+
+
+def tls_info(dev: int, enabled: str) -> list[str]:
+    """Sample 5f (switch line of the A2 `grep switch` capture, certificate blocks of the full capture)."""
+    out = [
+        f"dev_id:{dev}, tls switch[{enabled}](0:disable, 1:enable), tls preconfigured[1](0:non-preset, "
+        "1:preset), tls alarm time threshold[60]days"
+    ]
+    certs = (
+        ("pub cert", "/C=CN/ST=GD/O=HUAWEI/OU=2012/CN=2_1thCA", "03:19:21"),
+        ("ca1 cert", "/C=CN/ST=GD/L=SZ/O=HUAWEI/CN=1thCA", "03:19:07"),
+        ("ca2 cert", "/C=CN/ST=GD/L=SZ/O=HUAWEI/CN=1thCA", "03:19:10"),
+    )
+    for name, issuer, at in certs:
+        out += [
+            f"dev_id:{dev}, [{name}] info:",
+            f"\t issuer[{issuer}]",
+            f"\t start_time[Wed Feb 19 {at} 2020 GMT]",
+            f"\t end_time[Sat Feb 16 {at} 2030 GMT]",
+        ]
+    return out
+
+
+def run(hw: simstate.Hardware, argv: list[str]) -> list[str]:
+    if len(argv) < 4 or argv[0] != "-i" or not argv[1].isdigit():
+        raise Fail(USAGE)
+    dev, cmd, mode, rest = int(argv[1]), argv[2], argv[3], argv[4:]
+    if hw.device(dev) is None:
+        raise Fail(f"Invalid device id {dev}, the valid range is [0, {hw.total - 1}].")
+    if hw.family == "310p":
+        raise Fail("This device does not support this command.")
+    if mode not in ("-s", "-g"):
+        raise Fail(USAGE)
+    conf = read_conf()[0].get(dev, {})
+    args = _pairs(rest)
+    if mode == "-s":
+        if cmd == "-ip" and set(args) == {"address", "netmask"}:
+            set_conf(dev, address=_ip(args["address"], "address"), netmask=_ip(args["netmask"], "netmask"))
+        elif cmd == "-netdetect" and set(args) == {"address"}:
+            set_conf(dev, netdetect=_ip(args["address"], "address"))
+        elif cmd == "-gateway" and set(args) == {"gateway"}:
+            set_conf(dev, gateway=_ip(args["gateway"], "gateway"), send_arp_status="1")
+        elif cmd == "-tls" and set(args) == {"enable"} and args["enable"] in ("0", "1"):
+            set_conf(dev, tls_enable=args["enable"])
+            simboot.sync_fabric(hw)
+            return ["Cmd executed successfully!"]
+        else:
+            raise Fail(USAGE)
+        simboot.sync_fabric(hw)
+        return []
+    simboot.sync_fabric(hw)
+    if cmd == "-ip" and not args:
+        if not conf.get("address"):
+            raise Fail("Get ipconf failed, because no ip was preset there!")  # sample 5a
+        return [f"ipaddr:{conf['address']}", f"netmask:{conf.get('netmask', '')}"]
+    if cmd == "-netdetect" and not args:
+        if not conf.get("netdetect"):
+            raise Fail("Get netdetect address failed, because no netdetect address was preset there!")
+        return [f"netdetect address: {conf['netdetect']}"]  # sample 5g
+    if cmd == "-gateway" and not args:
+        if not conf.get("gateway"):
+            raise Fail("Get gateway failed, because no gateway was preset there!")  # sample 5h
+        return [f"default gateway:{conf['gateway']}, Iface:eth{dev}"]  # sample 5h
+    if cmd == "-link" and not args:
+        return [f"link status: {'UP' if simstate.link_up(dev) else 'DOWN'}"]  # sample 5b
+    if cmd == "-net_health" and not args:
+        up = simstate.link_up(dev)
+        status = "Fault" if not up else "Success" if conf.get("address") and conf.get("netdetect") else "Init"
+        return [f"net health status: {status}"]  # sample 5c
+    if cmd == "-lldp" and not args:
+        if not simstate.link_up(dev):
+            raise Fail("Get lldp info failed, no lldp neighbor was found!")
+        return lldp(hw, dev)
+    if cmd == "-tls" and not args:
+        return tls_info(dev, conf.get("tls_enable", "0"))
+    if cmd == "-ping" and set(args) <= {"address", "pkt"} and "address" in args:
+        count = args.get("pkt", "3")
+        if not count.isdigit() or not 1 <= int(count) <= 1000:
+            raise Fail(f"Invalid pkt: {count}")
+        return ping(hw, dev, conf, _ip(args["address"], "address"), int(count))
+    raise Fail(USAGE)
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0
+    hw = simstate.load_hardware()
+    if hw is None or not simstate.driver_version():
+        print("hccn_tool init failed: the NPU driver is not loaded.")
+        return RC_ERR
+    try:
+        lines = run(hw, argv)
+    except Fail as fail:
+        print(fail)
+        return RC_ERR
+    if lines:
+        print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,111 @@
+"""Deterministic "inference": tokens and logprobs derived from the weights' content hash.
+
+Token ``i`` of an answer is drawn from sha256(model hash, prompt, sampling parameters, i), so the same weights
+give the same answer and logprobs for the same request (and streamed == non-streamed, and a shorter
+``max_tokens`` gives a prefix of a longer one), while other weights give other answers. Each answer also
+has a natural length (8..64 tokens): reaching it ends with ``finish_reason`` "stop", ``max_tokens`` first
+with "length". The ``wrong_answers`` fault salts the hash. Tokens are words of a small vocabulary with a
+leading space; prompts are counted with a whitespace tokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+_WORDS = """the of and to in is was for on that with as by at from his her an which are this be it not or were
+    their has had have its one two three four five first after new all also other more into time but when
+    who during would year years they up only there been over some may can city most many state river north
+    south east west between under until known later about such school used both then city world part well
+    since while where these each three being same through early people system number around long made high
+    before name several day became found large team second game small will population church water center
+    century work national common house group family book series season played order area local public began
+    county served based form under member club power line field light model model data energy value market
+    paper music film song album word letter point place room door tree stone iron gold silver wind storm
+    cloud rain snow fire earth ocean island valley mountain forest garden bridge tower castle road street
+    answer question reason result method theory proof number prime factor matrix vector graph signal noise
+    yes no true false because therefore however although perhaps indeed"""
+VOCAB: tuple[str, ...] = tuple(dict.fromkeys(_WORDS.split()))
+TOP_CANDIDATES = 20
+_PARAMS = (
+    "temperature",
+    "top_p",
+    "top_k",
+    "min_p",
+    "seed",
+    "presence_penalty",
+    "frequency_penalty",
+    "repetition_penalty",
+    "stop",
+)
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str
+    logprob: float
+    top: tuple[tuple[str, float], ...]  # best first; top[0] is this token
+
+
+def count_tokens(text: str) -> int:
+    return len(text.split())
+
+
+def params_key(request: dict[str, Any]) -> str:
+    """The sampling parameters that change an answer (not max_tokens, n, stream or logprobs)."""
+    return json.dumps({k: request.get(k) for k in _PARAMS}, sort_keys=True, default=str)
+
+
+class Generator:
+    def __init__(self, model_hash: str) -> None:
+        self.model_hash = model_hash
+
+    def _digest(self, *parts: str) -> bytes:
+        return hashlib.sha256("\x00".join((self.model_hash, *parts)).encode()).digest()
+
+    def natural_length(self, prompt: str, params: str, salt: str) -> int:
+        return 8 + int.from_bytes(self._digest(prompt, params, salt, "length")[:4], "big") % 57
+
+    def token(self, prompt: str, params: str, salt: str, i: int) -> Token:
+        rng = random.Random(int.from_bytes(self._digest(prompt, params, salt, str(i)), "big"))
+        words = rng.sample(range(len(VOCAB)), TOP_CANDIDATES)
+        logprob = -round(rng.uniform(0.001, 1.2), 6)
+        top = []
+        for word in words:
+            top.append((" " + VOCAB[word], logprob))
+            logprob = round(logprob - rng.uniform(0.05, 1.5), 6)
+        return Token(text=top[0][0], logprob=top[0][1], top=tuple(top))
+
+    def generate(
+        self,
+        prompt: str,
+        params: str,
+        max_tokens: int,
+        *,
+        wrong: bool = False,
+        choice: int = 0,
+        stop: list[str] | None = None,
+    ) -> Iterator[tuple[Token, str | None, str | None]]:
+        """Yield (token, finish_reason, stop_reason); finish_reason is set on the last token only.
+
+        A stop string ends the answer before it ("stop", stop_reason = the string), as vLLM does.
+        """
+        salt = f"choice{choice}" + (":wrong" if wrong else "")
+        natural = self.natural_length(prompt, params, salt)
+        limit = min(max_tokens, natural)
+        text = ""
+        for i in range(limit):
+            tok = self.token(prompt, params, salt, i)
+            for s in stop or []:
+                if s and s in text + tok.text:
+                    cut = (text + tok.text).index(s) - len(text)
+                    yield Token(tok.text[: max(cut, 0)], tok.logprob, tok.top), "stop", s
+                    return
+            text += tok.text
+            last = i == limit - 1
+            reason = ("stop" if natural <= max_tokens else "length") if last else None
+            yield tok, reason, None

@@ -1,0 +1,115 @@
+"""Injected faults of the fake vLLM server (``sim fault``), from environment variables and a fault file.
+
+Fault file: ``$FAKE_VLLM_FAULTS``, else ``/var/lib/ascend-sim/vllm-faults.json`` of the server when that
+directory is bind-mounted into the container, else ``/usr/local/dcmi/ascend-sim-vllm-faults.json`` (see
+``procs.state_path``). Read at start and re-read every
+``$FAKE_VLLM_FAULTS_POLL_S`` seconds (default 1), so faults can be switched on and off while serving::
+
+    {
+      "never_healthy": false,     # loads, opens the port, /health stays 503 (completions 503 too)
+      "crash_after_s": null,      # exit 1 this many seconds after becoming healthy (or after the fault
+                                  #   appears, whichever is later); null/absent = never
+      "slow_ms": 0,               # extra latency before the first token of every completion
+      "wrong_answers": false,     # perturb generated text and logprobs (an accuracy gate must fail)
+      "ports": {"8000": {"slow_ms": 500}}   # overrides for the server whose API port is 8000
+    }
+
+Environment (baseline, the file's keys win): ``FAKE_VLLM_NEVER_HEALTHY=1``, ``FAKE_VLLM_CRASH_AFTER_S=N``,
+``FAKE_VLLM_SLOW_MS=N``, ``FAKE_VLLM_WRONG_ANSWERS=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+KEYS = ("never_healthy", "crash_after_s", "slow_ms", "wrong_answers")
+
+
+@dataclass(frozen=True)
+class Faults:
+    never_healthy: bool = False
+    crash_after_s: float | None = None
+    slow_ms: int = 0
+    wrong_answers: bool = False
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def from_env(env: dict[str, str]) -> Faults:
+    crash = env.get("FAKE_VLLM_CRASH_AFTER_S", "").strip()
+    slow = env.get("FAKE_VLLM_SLOW_MS", "").strip()
+    return Faults(
+        never_healthy=_truthy(env.get("FAKE_VLLM_NEVER_HEALTHY")),
+        crash_after_s=float(crash) if crash else None,
+        slow_ms=max(int(float(slow)), 0) if slow else 0,
+        wrong_answers=_truthy(env.get("FAKE_VLLM_WRONG_ANSWERS")),
+    )
+
+
+def _apply(base: Faults, data: dict[str, Any]) -> Faults:
+    out = base
+    if "never_healthy" in data:
+        out = replace(out, never_healthy=bool(data["never_healthy"]))
+    if "crash_after_s" in data:
+        value = data["crash_after_s"]
+        out = replace(out, crash_after_s=float(value) if isinstance(value, int | float) else None)
+    if "slow_ms" in data:
+        value = data["slow_ms"]
+        out = replace(out, slow_ms=max(int(value), 0) if isinstance(value, int | float) else 0)
+    if "wrong_answers" in data:
+        out = replace(out, wrong_answers=bool(data["wrong_answers"]))
+    return out
+
+
+class FaultSource:
+    """Current faults for one server (its API ``port`` selects the ``ports`` override, None for headless)."""
+
+    def __init__(self, path: Path, env: dict[str, str], port: int | None) -> None:
+        self.path = path
+        self.port = port
+        self._base = from_env(env)
+        self._lock = threading.Lock()
+        self._current = self._base
+        self._crash_seen_at: float | None = None
+        self.reload()
+
+    def reload(self) -> Faults:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        faults = self._base
+        if isinstance(data, dict):
+            faults = _apply(faults, data)
+            per_port = data.get("ports")
+            if self.port is not None and isinstance(per_port, dict):
+                override = per_port.get(str(self.port))
+                if isinstance(override, dict):
+                    faults = _apply(faults, override)
+        with self._lock:
+            if faults.crash_after_s is None:
+                self._crash_seen_at = None
+            elif self._crash_seen_at is None:
+                self._crash_seen_at = time.monotonic()
+            self._current = faults
+        return faults
+
+    @property
+    def current(self) -> Faults:
+        with self._lock:
+            return self._current
+
+    def crash_deadline(self, healthy_since: float | None) -> float | None:
+        """Monotonic time at which crash_after_s fires, or None."""
+        with self._lock:
+            crash, seen = self._current.crash_after_s, self._crash_seen_at
+        if crash is None or healthy_since is None or seen is None:
+            return None
+        return max(healthy_since, seen) + crash

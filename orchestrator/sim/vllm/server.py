@@ -1,0 +1,371 @@
+"""Fake vLLM OpenAI server: ``vllm serve MODEL [flags]`` as the simulated cluster's serving containers run it.
+
+Standard library only (copied into the fake vLLM image as package ``fake_vllm``; the ``vllm`` shim runs
+:func:`main`). What it does, in the order vLLM does it:
+
+1. parses the command line with the catalog's flag table (``cli``; unknown flag -> exit 2, argparse message);
+2. checks the model directory (``model``), the NPU mask against /dev/davinci* and the driver mounts
+   (``devices``): on failure exit 1 with the error vLLM would end with;
+3. a multi-node head (``--data-parallel-size`` > ``--data-parallel-size-local``, no ``--headless``) binds
+   ``--data-parallel-address:--data-parallel-rpc-port`` for its headless ranks (``dp``);
+4. records its NPU processes for the fake npu-smi (``procs``) and "loads" the weights: reads and hashes every
+   shard, paced to ``FAKE_VLLM_LOAD_MB_S`` plus ``FAKE_VLLM_INIT_S``, with vLLM-like log lines;
+5. head: binds the API port only now (as uvicorn starts after the engine) and serves (``api``); /health is
+   503 until every remote DP rank has joined. Headless: joins the head, serves no HTTP, exits 1 when the head
+   is gone for good;
+6. SIGTERM / SIGINT: clean shutdown, exit 0; fault ``crash_after_s``: exit 1.
+
+Environment:
+  ASCEND_RT_VISIBLE_DEVICES       NPU mask (required; checked against /dev/davinci*)
+  VLLM_API_KEY                    API key when --api-key is not given
+  FAKE_VLLM_FLAGS                 flag table (default /opt/fake-vllm/flags.json)
+  FAKE_VLLM_DEV_DIR               device directory (default /dev)
+  FAKE_VLLM_DRIVER_DIR            driver mount to check (default /usr/local/Ascend/driver)
+  FAKE_VLLM_SKIP_DRIVER_CHECK=1   skip the driver mount check
+  FAKE_VLLM_PROCESSES             NPU process table (default: see procs.state_path; normally
+                                  /var/lib/ascend-sim/processes.json)
+  FAKE_VLLM_HARDWARE              hardware facts for the HBM size (default: /var/lib/ascend-sim/hardware.json,
+                                  then /usr/local/dcmi/ascend-sim-hardware.json)
+  FAKE_VLLM_FAULTS                fault file (default: see procs.state_path; normally
+                                  /var/lib/ascend-sim/vllm-faults.json; keys in faults.py)
+  FAKE_VLLM_FAULTS_POLL_S         fault file re-read period (default 1)
+  FAKE_VLLM_NEVER_HEALTHY, FAKE_VLLM_CRASH_AFTER_S, FAKE_VLLM_SLOW_MS, FAKE_VLLM_WRONG_ANSWERS   faults
+  FAKE_VLLM_LOAD_MB_S             weight loading speed in MiB/s (default 2000)
+  FAKE_VLLM_INIT_S                fixed engine start-up time in seconds (default 2)
+  FAKE_VLLM_TOKEN_MS              time per generated token after the first (default 2)
+  FAKE_VLLM_DP_HEARTBEAT_S, FAKE_VLLM_DP_CONNECT_TIMEOUT_S, FAKE_VLLM_DP_LOST_TIMEOUT_S   see dp.py
+  FAKE_VLLM_VERSION               version reported by --version and /version (default: the flag table's)
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from types import FrameType
+
+from . import cli, devices, dp, model, procs, vlog
+from .api import Service, make_handler
+from .engine import Generator
+from .faults import FaultSource
+from .metrics import Metrics
+
+GIB = 1 << 30
+ROUTES = ("/health", "/ping", "/version", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions")
+
+
+def _float(env: dict[str, str], name: str, default: float) -> float:
+    try:
+        return float(env.get(name) or default)
+    except ValueError:
+        return default
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+
+class _HTTPServer6(_HTTPServer):
+    address_family = socket.AF_INET6
+
+
+class Server:
+    def __init__(self, cfg: cli.ServeConfig, env: dict[str, str], version: str) -> None:
+        self.cfg, self.env, self.version = cfg, env, version
+        self.stop = threading.Event()
+        self.table = procs.ProcessTable(procs.state_path(env, "FAKE_VLLM_PROCESSES", "processes.json"))
+        self.faults = FaultSource(
+            procs.state_path(env, "FAKE_VLLM_FAULTS", "vllm-faults.json"),
+            env,
+            None if cfg.headless else cfg.port,
+        )
+        self.head: dp.Head | None = None
+        self.httpd: _HTTPServer | None = None
+
+    # --- start-up checks ------------------------------------------------------------------------------
+    def _check(self) -> tuple[model.ModelLayout, list[int], int]:
+        cfg = self.cfg
+        for name, value in (
+            ("tensor_parallel_size", cfg.tp),
+            ("pipeline_parallel_size", cfg.pp),
+            ("data_parallel_size", cfg.dp),
+            ("data_parallel_size_local", cfg.local_dp),
+        ):
+            if value < 1:
+                raise model.ModelError("ValueError", f"{name} must be >= 1, got {value}")
+        if cfg.headless and cfg.dp <= 1:
+            raise model.ModelError(
+                "ValueError",
+                "data_parallel_size_local must be > 0 in headless mode "
+                "(the simulator runs --headless only as data-parallel ranks of a head)",
+            )
+        layout = model.inspect_model(cfg.model, cfg.quantization)
+        heads = layout.config.get("num_attention_heads")
+        if isinstance(heads, int) and heads % cfg.tp:
+            raise model.ModelError(
+                "ValueError",
+                f"Total number of attention heads ({heads}) must be divisible "
+                f"by tensor parallel size ({cfg.tp}).",
+            )
+        derived = layout.max_position_embeddings or 8192
+        if cfg.max_model_len is not None and cfg.max_model_len > derived:
+            raise model.ModelError(
+                "ValueError",
+                f"User-specified max_model_len ({cfg.max_model_len}) is greater "
+                f"than the derived max_model_len (max_position_embeddings={derived} in model's "
+                "config.json). Make sure the value is correct and within the model context size.",
+            )
+        needed = cfg.tp * cfg.pp * cfg.local_dp
+        why = (
+            f"tensor_parallel_size {cfg.tp} x pipeline_parallel_size {cfg.pp} x "
+            f"data_parallel_size_local {cfg.local_dp}"
+        )
+        npus = devices.check_devices(
+            self.env.get("ASCEND_RT_VISIBLE_DEVICES"),
+            Path(self.env.get("FAKE_VLLM_DEV_DIR") or "/dev"),
+            needed,
+            why,
+        )
+        if self.env.get("FAKE_VLLM_SKIP_DRIVER_CHECK") not in ("1", "true"):
+            devices.check_driver(Path(self.env.get("FAKE_VLLM_DRIVER_DIR") or devices.DEFAULT_DRIVER_DIR))
+        return layout, npus, cfg.max_model_len or derived
+
+    # --- loading --------------------------------------------------------------------------------------
+    def _load(self, layout: model.ModelLayout) -> str | None:
+        """Hash the shards at the simulated loading pace; None when stopped meanwhile."""
+        rate = max(_float(self.env, "FAKE_VLLM_LOAD_MB_S", 2000.0), 1e-3) * (1 << 20)
+        init = max(_float(self.env, "FAKE_VLLM_INIT_S", 2.0), 0.0)
+        start = time.monotonic()
+        vlog.info("model_runner.py:2131", f"Starting to load model {self.cfg.model}...")
+        if self.stop.wait(init):
+            return None
+        total = len(layout.shards)
+        bar = "Loading safetensors checkpoint shards:"
+        print(f"{bar}   0% Completed | 0/{total} [00:00<?, ?it/s]", flush=True)
+        done_bytes = [0]
+
+        def paced(done: int, count: int) -> None:
+            if self.stop.is_set():
+                raise InterruptedError
+            done_bytes[0] += layout.shards[done - 1].file_bytes
+            self.stop.wait(max(start + init + done_bytes[0] / rate - time.monotonic(), 0.0))
+            elapsed = time.monotonic() - start - init
+            print(
+                f"{bar} {100 * done // count:3d}% Completed | {done}/{count} [{int(elapsed) // 60:02d}:"
+                f"{int(elapsed) % 60:02d}<00:00, {elapsed / done:.2f}s/it]",
+                flush=True,
+            )
+
+        try:
+            digest = model.content_hash(layout, paced)
+        except InterruptedError:
+            return None
+        if self.stop.is_set():
+            return None
+        took = time.monotonic() - start - init
+        vlog.info("default_loader.py:267", f"Loading weights took {took:.2f} seconds")
+        vlog.info("model_runner.py:2163", f"Loading model weights took {layout.tensor_bytes / GIB:.4f} GB")
+        vlog.info("fake_vllm", f"weights content sha256 {digest}")
+        return digest
+
+    # --- run ------------------------------------------------------------------------------------------
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self.stop.set()
+
+    def run(self) -> int:
+        cfg = self.cfg
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        if cfg.headless:
+            vlog.set_process(f"EngineCore_DP{cfg.start_rank}")
+        vlog.info("api_server.py:1895", f"vLLM API server version {self.version}")
+        vlog.info("utils.py:328", f"non-default args: {cfg.raw}")
+        try:
+            layout, npus, max_model_len = self._check()
+        except (model.ModelError, devices.DeviceError) as exc:
+            return vlog.fatal(exc.exc_type, exc.message, exc.where)
+        local = range(cfg.start_rank, cfg.start_rank + cfg.local_dp)
+        heartbeat = _float(self.env, "FAKE_VLLM_DP_HEARTBEAT_S", 2.0)
+        if not cfg.headless and cfg.multi_node:
+            self.head = dp.Head(
+                cfg.dp_address, cfg.dp_rpc_port, cfg.dp, local, cfg.tp, cfg.pp, heartbeat, self.stop
+            )
+            try:
+                self.head.start()
+            except OSError as exc:
+                return vlog.fatal(
+                    "OSError", f"{exc} (data parallel RPC address {cfg.dp_address}:{cfg.dp_rpc_port})"
+                )
+        hardware = self.env.get("FAKE_VLLM_HARDWARE")
+        memory = procs.memory_mb(
+            [Path(hardware)] if hardware else list(procs.HARDWARE_FILES),
+            layout.tensor_bytes,
+            cfg.tp * cfg.pp,
+            cfg.gpu_memory_utilization,
+        )
+        self.table.register(npus, procs.worker_name(cfg.tp), memory)
+        try:
+            digest = self._load(layout)
+            if digest is None:
+                return self._shutdown(0)
+            if cfg.headless:
+                return self._run_headless(digest, heartbeat)
+            return self._run_head(digest, max_model_len, local)
+        finally:
+            self.table.unregister()
+            if self.head is not None:
+                self.head.close()
+
+    def _monitor(
+        self, healthy_since: Callable[[], float | None], alive: Callable[[], int | None]
+    ) -> int | None:
+        poll = _float(self.env, "FAKE_VLLM_FAULTS_POLL_S", 1.0)
+        last_poll = time.monotonic()
+        while not self.stop.wait(0.1):
+            if time.monotonic() - last_poll >= poll:
+                self.faults.reload()
+                last_poll = time.monotonic()
+            deadline = self.faults.crash_deadline(healthy_since())
+            if deadline is not None and time.monotonic() >= deadline:
+                vlog.error("core.py:935", "EngineCore encountered a fatal error.")
+                vlog.fatal(
+                    "vllm.v1.engine.exceptions.EngineDeadError",
+                    "EngineCore encountered an issue. See stack trace (above) for the root cause.",
+                    "vllm/vllm/v1/engine/core_client.py",
+                )
+                return 1
+            status = alive()
+            if status is not None:
+                return status
+        return None
+
+    def _run_headless(self, digest: str, heartbeat: float) -> int:
+        cfg = self.cfg
+        hello = {
+            "type": "hello",
+            "start_rank": cfg.start_rank,
+            "local_size": cfg.local_dp,
+            "dp_size": cfg.dp,
+            "tp": cfg.tp,
+            "pp": cfg.pp,
+            "model_hash": digest,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+        }
+        client = dp.Headless(
+            cfg.dp_address,
+            cfg.dp_rpc_port,
+            hello,
+            heartbeat,
+            _float(self.env, "FAKE_VLLM_DP_CONNECT_TIMEOUT_S", 600.0),
+            _float(self.env, "FAKE_VLLM_DP_LOST_TIMEOUT_S", 60.0),
+            self.stop,
+        )
+        result: list[int] = []
+        thread = threading.Thread(target=lambda: result.append(client.run()), name="dp-headless", daemon=True)
+        thread.start()
+        joined_at: list[float] = []
+
+        def since() -> float | None:
+            if client.joined.is_set() and not joined_at:
+                joined_at.append(time.monotonic())
+            return joined_at[0] if joined_at else None
+
+        status = self._monitor(since, lambda: None if thread.is_alive() else (result[0] if result else 1))
+        if status is None:
+            thread.join(timeout=5)
+            return self._shutdown(0)
+        if status != 0 and client.error:
+            return vlog.fatal("RuntimeError", client.error, "vllm/vllm/v1/engine/utils.py")
+        return status
+
+    def _run_head(self, digest: str, max_model_len: int, local: range) -> int:
+        cfg = self.cfg
+        if self.head is not None:
+            self.head.set_model_hash(digest)
+        engines = list(range(cfg.dp)) if cfg.dp_start_rank is None else list(local)
+        kv_tokens = max(max_model_len * 4, 65536)
+        vlog.info("kv_cache_utils.py:1087", f"NPU KV cache size: {kv_tokens:,} tokens")
+        cache_info = {
+            "block_size": str(cfg.block_size),
+            "cache_dtype": cfg.kv_cache_dtype,
+            "calculate_kv_scales": "False",
+            "cpu_offload_gb": "0",
+            "enable_prefix_caching": str(cfg.enable_prefix_caching),
+            "gpu_memory_utilization": str(cfg.gpu_memory_utilization),
+            "num_gpu_blocks": str(kv_tokens // cfg.block_size),
+            "prefix_caching_hash_algo": "sha256",
+        }
+        metrics = Metrics(cfg.served_names[0], engines, kv_tokens, cache_info)
+        head = self.head
+        service = Service(
+            cfg=cfg,
+            generator=Generator(digest),
+            metrics=metrics,
+            faults=self.faults,
+            version=self.version,
+            max_model_len=max_model_len,
+            ready=head.ready if head is not None else (lambda: True),
+            token_s=_float(self.env, "FAKE_VLLM_TOKEN_MS", 2.0) / 1000,
+            access_log=not cfg.raw.get("disable_uvicorn_access_log", False),
+        )
+        host = cfg.host or "0.0.0.0"
+        server_cls = _HTTPServer6 if ":" in host else _HTTPServer
+        try:
+            self.httpd = server_cls((host, cfg.port), make_handler(service))
+        except OSError as exc:
+            return vlog.fatal(
+                "OSError",
+                f"[Errno {exc.errno}] error while attempting to bind on address "
+                f"('{host}', {cfg.port}): {exc.strerror}",
+            )
+        threading.Thread(target=self.httpd.serve_forever, name="http", daemon=True).start()
+        vlog.info("api_server.py:1971", f"Starting vLLM API server 0 on http://{host}:{cfg.port}")
+        vlog.info("launcher.py:36", "Available routes are:")
+        for route in ROUTES:
+            methods = "POST" if route.startswith("/v1/c") else "GET"
+            vlog.info("launcher.py:44", f"Route: {route}, Methods: {methods}")
+        vlog.uvicorn(f"Started server process [{os.getpid()}]")
+        vlog.uvicorn("Waiting for application startup.")
+        vlog.uvicorn("Application startup complete.")
+        healthy_at: list[float] = []
+
+        def since() -> float | None:
+            if not healthy_at and service.healthy():
+                healthy_at.append(time.monotonic())
+            return healthy_at[0] if healthy_at else None
+
+        status = self._monitor(since, lambda: None)
+        return self._shutdown(0) if status is None else status
+
+    def _shutdown(self, status: int) -> int:
+        if self.head is not None:
+            self.head.close()
+        if self.httpd is not None:
+            vlog.info("launcher.py:80", "Shutting down FastAPI HTTP server.")
+            self.httpd.shutdown()
+            self.httpd.server_close()
+            vlog.uvicorn("Shutting down")
+            vlog.uvicorn("Application shutdown complete.")
+        return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    env = dict(os.environ)
+    try:
+        table = cli.load_flag_table(cli.flags_path(env))
+    except cli.FlagFileError as exc:
+        return vlog.fatal("RuntimeError", str(exc))
+    version = env.get("FAKE_VLLM_VERSION") or str(table.get("vllm_version", "0.0.0"))
+    cfg = cli.parse(list(sys.argv[1:] if argv is None else argv), table, env)
+    return Server(cfg, env, version).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Helpers of the simulated-cluster integration tests: run the CLI and Ansible in a scratch root (its
+.orchestrator/ and inventories/ live in a temp dir, not the checkout), look inside servers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orchestrator.sim.engine import SimError, ensure_engine
+
+BIN = Path(sys.executable).parent
+ENV = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "ANSIBLE_NOCOLOR": "1"}
+
+
+@dataclass
+class Sim:
+    root: Path
+    name: str
+    up_output: str
+
+    def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run([str(BIN / "orchestrator"), *args], self.root, check=check)
+
+    def sim(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.cli("sim", *args, "--name", self.name, check=check)
+
+    def ansible(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        inventory = f"inventories/{self.name}/hosts.yml"
+        return run([str(BIN / "ansible"), "-i", inventory, *args], self.root, check=check, timeout=300)
+
+    @property
+    def state_dir(self) -> Path:
+        return self.root / ".orchestrator" / "sim" / self.name
+
+    def container(self, server: str) -> str:
+        return f"ascend-sim-{self.name}-{server}"
+
+    def exec(self, server: str, script: str) -> str:
+        docker = engine()
+        res = docker.containers.get(self.container(server)).exec_run(["sh", "-c", script])
+        return str(res.output.decode())
+
+
+def run(
+    argv: list[str], cwd: Path, *, check: bool = True, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(
+        argv, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    if check and proc.returncode != 0:
+        pytest.fail(
+            f"{' '.join(argv)} exited {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        )
+    return proc
+
+
+def engine() -> Any:
+    try:
+        return ensure_engine()
+    except SimError as exc:
+        pytest.fail(f"the simulated cluster needs a Docker engine: {exc}")
+
+
+def bring_up(root: Path, name: str, *args: str) -> Sim:
+    engine()
+    sim = Sim(root, name, "")
+    sim.up_output = sim.sim("up", *args).stdout
+    return sim
