@@ -122,7 +122,7 @@ def status(
         return
     for n in names:
         state, rows = _run(lambda n=n: faults.status(_root(), n))  # type: ignore[misc]
-        shape = state.describe() if state else "no cluster.json"
+        shape = state.describe() if state else "its files are not under this directory"
         out.print(f"cluster {n} ({shape}): inventories/{n}/site.yaml", markup=False)
         if not rows:
             out.print("  no servers", markup=False)

@@ -15,14 +15,20 @@ from orchestrator.render.inventory import Files
 MANAGED_ORDER = ("group_vars", "host_vars", "hosts.yml")
 
 
-class _Dumper(yaml.SafeDumper):
+try:  # the C emitter is ~7x faster and byte-identical for our content
+    from yaml import CSafeDumper as _BaseDumper
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    from yaml import SafeDumper as _BaseDumper  # type: ignore[assignment]
+
+
+class _Dumper(_BaseDumper):
     """Block-style YAML, no aliases, stable output."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
 
 
-def _str_presenter(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+def _str_presenter(dumper: _BaseDumper, data: str) -> yaml.ScalarNode:
     style = "|" if "\n" in data else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 

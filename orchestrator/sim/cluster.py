@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import io
 import json
+import os
 import re
 import shutil
 import socket
@@ -59,8 +60,7 @@ class ClusterState:
     image: str = ""
 
     def same_shape(self, other: ClusterState) -> bool:
-        keys_ = ("profile", "nodes", "gateway", "monitoring")
-        return all(getattr(self, k) == getattr(other, k) for k in keys_)
+        return self.describe() == other.describe()
 
     def describe(self) -> str:
         extra = "".join(
@@ -93,9 +93,14 @@ def load_state(root: Path, name: str) -> ClusterState | None:
     path = cluster_dir(root, name) / "cluster.json"
     if not path.is_file():
         return None
-    raw = json.loads(path.read_text(encoding="utf-8"))
-    raw["servers"] = [SimServer(**s) for s in raw.get("servers", [])]
-    return ClusterState(**raw)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw["servers"] = [SimServer(**s) for s in raw.get("servers", [])]
+        return ClusterState(**raw)
+    except (OSError, ValueError, TypeError) as exc:
+        raise SimError(
+            f"{path} is unreadable ({exc}). Fix: `orchestrator sim down --name {name}`, then `sim up` again."
+        ) from None
 
 
 def save_state(root: Path, state: ClusterState) -> bool:
@@ -283,12 +288,13 @@ def containers_of(cli: Any, name: str) -> dict[str, Any]:
 
 @contextmanager
 def _host_lock() -> Iterator[None]:
-    with open(Path(tempfile.gettempdir()) / "ascend-sim-up.lock", "a", encoding="utf-8") as f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    """One `sim up` at a time picks addresses on this host (flock on the temp dir: no lock file left)."""
+    fd = os.open(tempfile.gettempdir(), os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def up(root: Path, wanted: ClusterState, say: Say) -> list[str]:

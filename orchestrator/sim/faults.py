@@ -39,6 +39,9 @@ from orchestrator.sim.engine import SimError, client
 STATE = "/var/lib/ascend-sim"
 FAULTS = f"{STATE}/faults.json"
 VLLM_FAULTS = f"{STATE}/vllm-faults.json"
+# Serving containers mount /usr/local/dcmi (vllm-ascend's docker run), not /var/lib/ascend-sim: once the
+# driver is installed (its hardware copy is there) the fake vLLM server reads this mirror instead.
+VLLM_FAULTS_DCMI = "/usr/local/dcmi/ascend-sim-vllm-faults.json"
 SSHD_DISABLED = f"{STATE}/sshd.disabled"
 SIMSTATE = "/opt/ascend-sim/fakes/simstate.py"
 FILLER = "/data/.ascend-sim-disk-full"
@@ -187,7 +190,7 @@ def driver_fails(srv: Server, clear: bool) -> str:
 
 def vllm(srv: Server, settings: dict[str, Any], port: int | None, clear: bool) -> str:
     if clear:
-        srv.write_json(VLLM_FAULTS, {})
+        _write_vllm(srv, {})
         return f"{srv.info.name}: vLLM faults cleared"
     if not settings:
         raise SimError(
@@ -198,9 +201,15 @@ def vllm(srv: Server, settings: dict[str, Any], port: int | None, clear: bool) -
         data.update(settings)
     else:
         data.setdefault("ports", {}).setdefault(str(port), {}).update(settings)
-    srv.write_json(VLLM_FAULTS, data)
+    _write_vllm(srv, data)
     where = f" on port {port}" if port else ""
     return f"{srv.info.name}: vLLM faults{where}: {json.dumps(settings, sort_keys=True)}"
+
+
+def _write_vllm(srv: Server, data: dict[str, Any]) -> None:
+    srv.write_json(VLLM_FAULTS, data)
+    if "yes" in srv.sh("sh", "-c", "test -f /usr/local/dcmi/ascend-sim-hardware.json && echo yes || true"):
+        srv.write_json(VLLM_FAULTS_DCMI, data)
 
 
 def disk_full(srv: Server, clear: bool) -> str:
@@ -222,7 +231,7 @@ def clear_all(srv: Server) -> str:
     msgs = [back(srv)]
     srv.sh("sh", "-c", f"rm -f {FILLER}; mount -o remount,size={DATA_SIZE} /data 2>/dev/null || true")
     srv.write_json(FAULTS, {})
-    srv.write_json(VLLM_FAULTS, {})
+    _write_vllm(srv, {})
     srv.sh("sh", "-c", f"python3 {SIMSTATE} sync-fabric >/dev/null 2>&1 || true")
     msgs.append(f"{srv.info.name}: all faults cleared")
     return "; ".join(msgs)
@@ -257,7 +266,10 @@ def status(root: Path, name: str) -> tuple[ClusterState | None, list[ServerStatu
     servers = (
         state.servers
         if state
-        else [SimServer(k, c.labels.get("io.ascend-sim.address", "?"), [], False) for k, c in ctrs.items()]
+        else [
+            SimServer(k, c.labels.get("io.ascend-sim.address", "?"), [], False)
+            for k, c in sorted(ctrs.items())
+        ]
     )
     for s in servers:
         ctr = ctrs.get(s.name)

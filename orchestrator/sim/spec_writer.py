@@ -47,6 +47,7 @@ class Profile:
     hbm_gb: int | None = None
     pci_subsystem_id: str | None = None
     replicas_per_server: int = 1
+    # The spec has no Debian; the servers are Debian 12 (apt), so the apt-based distro it knows.
     os: tuple[str, str] = ("ubuntu", "22.04")
 
     @property
@@ -71,7 +72,6 @@ PROFILES = {
             _bus(
                 "9D", "9F", "99", "9B", "95", "97", "91", "93", "8D", "8F", "89", "8B", "85", "87", "81", "83"
             ),
-            os=("openeuler", "22.03"),
         ),
         Profile("atlas-300i-duo", "310P3", 2, "duo", _bus("01", "01", "03", "03"), 24, "0110", 2),
     )

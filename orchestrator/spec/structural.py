@@ -101,7 +101,9 @@ def _is_secret(path: SpecPath) -> bool:
     if not names:
         return False
     last = names[-1]
-    return last in SECRET_FIELD_NAMES or bool(SECRET_NAME.search(last)) or (last == "url" and "drift" in names)
+    return (
+        last in SECRET_FIELD_NAMES or bool(SECRET_NAME.search(last)) or (last == "url" and "drift" in names)
+    )
 
 
 def _field_doc(path: SpecPath) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
@@ -306,7 +306,7 @@ def files_without_sha(result: ValidationResult) -> dict[str, str]:
     return {k: v.replace(result.document.sha256, "<sha256>") for k, v in render_texts(result).items()}
 
 
-PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=40, deadline=None)
 
 
 # --- properties ----------------------------------------------------------------------------------------

@@ -56,7 +56,9 @@ def test_module_options_known_unknown_and_allowed(single: dict) -> None:
     single["tuning"] = {"rdma_modules": {"mlx5_core": {"prof_sel": 2}}}
     assert validate_data(single).ok
     single["tuning"]["rdma_modules"]["mlx5_core"]["turbo"] = 1
-    assert any(p[-1] == "turbo" and "'turbo' is not a parameter of mlx5_core" in m for p, m, _ in _errors(single))
+    assert any(
+        p[-1] == "turbo" and "'turbo' is not a parameter of mlx5_core" in m for p, m, _ in _errors(single)
+    )
     single["tuning"]["rdma_modules"]["mlx5_core"] = {"prob_vf": 1}
     assert any("did you mean 'probe_vf'?" in f for _, _, f in _errors(single))
     single["tuning"]["rdma_modules"]["mlx5_core"] = {"turbo": 1}

@@ -16,8 +16,8 @@ so npu-smi also works inside containers that mount /usr/local/dcmi, as the vllm-
 faults.json (`sim fault`): {"npu_unhealthy": [logical ids], "link_down": [logical ids], "driver_fails": bool,
   "disk_full": bool}; optional {"npu_health": {"<logical id>": "Warning"|"Alarm"|"Critical"}}.
   An unhealthy id shows "Alarm" (sample 4c) unless npu_health names another level.
-processes.json (fake vLLM server / runtime): {"<logical id>": [{"pid": 4286, "name": "VLLMWorker_TP",
-  "memory_mb": 59543}]}; absent or {} = no process holds a device.
+processes.json (fake vLLM server / runtime; also read from /usr/local/dcmi/ascend-sim-processes.json):
+  {"<logical id>": [{"pid": 4286, "name": "VLLMWorker_TP", "memory_mb": 59543}]}; absent or {} = free.
 telemetry.json (optional, tests pin the table's live values): {"<logical id>": {"power": "99.0", "temp": 44,
   "aicore": 0, "hbm_used": 3338, "hugepages": [0, 0], "memory_used": 0, "memory_total": 0}}
 pending.json (.run installers whose change needs a reboot; apply_pending() runs at each simulated boot):
@@ -59,6 +59,7 @@ UPGRADE_TOOL = f"{DRIVER_DIR}/tools/upgrade-tool"
 SIM_TOOLS_DIR = f"{DRIVER_DIR}/tools/ascend-sim"
 DCMI_DIR = "/usr/local/dcmi"
 HARDWARE_COPY = f"{DCMI_DIR}/ascend-sim-hardware.json"
+PROCESSES_COPY = f"{DCMI_DIR}/ascend-sim-processes.json"
 HCCN_CONF = "/etc/hccn.conf"
 INSTALL_INFO = "/etc/ascend_install.info"
 SECLOG_DIR = "/var/log/ascend_seclog"
@@ -288,12 +289,14 @@ def link_up(logic_id: int) -> bool:
 
 
 def processes() -> dict[int, list[dict[str, Any]]]:
-    data = read_json(PROCESSES_JSON, {})
+    """processes.json merged with /usr/local/dcmi/ascend-sim-processes.json (the fake vLLM server writes there
+    when its container only mounts /usr/local/dcmi, as vllm-ascend's docker run does)."""
     out: dict[int, list[dict[str, Any]]] = {}
-    if isinstance(data, dict):
-        for key, procs in data.items():
+    for path in (PROCESSES_JSON, PROCESSES_COPY):
+        data = read_json(path, {})
+        for key, procs in data.items() if isinstance(data, dict) else []:
             if str(key).isdigit() and isinstance(procs, list):
-                out[int(key)] = [x for x in procs if isinstance(x, dict)]
+                out.setdefault(int(key), []).extend(x for x in procs if isinstance(x, dict))
     return out
 
 

@@ -136,3 +136,26 @@ def test_fault_errors_are_sentences(cluster: Sim) -> None:
     assert proc.returncode == 1 and "has no server 'a2-09'" in proc.stderr and "Fix:" in proc.stderr
     proc = cluster.sim("fault", "npu-unhealthy", "a2-01", "8", check=False)
     assert proc.returncode == 1 and "do not exist" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_driver_install_through_ansible_and_its_faults(cluster: Sim) -> None:
+    """The fake driver package over real SSH: missing HwHiAiUser, the driver-fails fault, then a clean
+    install; vLLM faults then also reach serving containers through /usr/local/dcmi."""
+    cluster.cli("render", cluster.name)
+    pkg = next((cluster.state_dir / "packages").glob("*npu-driver_*.run"))
+    cluster.ansible("a2-02", "-m", "copy", "-a", f"src={pkg} dest=/root/{pkg.name} mode=0755")
+    install = ("a2-02", "-m", "command", "-a", f"/root/{pkg.name} --full --install-for-all --quiet", "-o")
+    assert _results(cluster.ansible(*install, check=False).stdout) == {"a2-02": "FAILED!"}  # no HwHiAiUser
+    user = "groupadd HwHiAiUser && useradd -g HwHiAiUser -d /home/HwHiAiUser -m HwHiAiUser -s /bin/bash"
+    cluster.ansible("a2-02", "-m", "shell", "-a", user)
+    cluster.sim("fault", "driver-fails", "a2-02")
+    assert _results(cluster.ansible(*install, check=False).stdout) == {"a2-02": "FAILED!"}
+    cluster.sim("fault", "driver-fails", "a2-02", "--clear")
+    assert _results(cluster.ansible(*install).stdout) == {"a2-02": "CHANGED"}
+    assert "910B3" in cluster.exec("a2-02", "npu-smi info")
+    assert re.search(r"a2-02 .* 25\.5\.1 ", cluster.sim("status").stdout)
+    cluster.sim("fault", "vllm", "a2-02", "--never-healthy")
+    mirror = cluster.exec("a2-02", "cat /usr/local/dcmi/ascend-sim-vllm-faults.json")
+    assert json.loads(mirror) == {"never_healthy": True}
+    cluster.sim("fault", "clear", "a2-02")
+    assert json.loads(cluster.exec("a2-02", "cat /usr/local/dcmi/ascend-sim-vllm-faults.json")) == {}

@@ -212,6 +212,9 @@ def test_busy_devices_block_upgrade_and_uninstall(pkgs: dict[str, Path], tmp_pat
         "uninstall again."
     ) in log
     put(tmp_path, "/var/lib/ascend-sim/processes.json", {})
+    dcmi_table = put(tmp_path, "/usr/local/dcmi/ascend-sim-processes.json", {"0": [{"pid": 1, "name": "x"}]})
+    assert run_package(tmp_path, pkgs["driver"], "--upgrade", "--quiet").returncode == 1  # fake vLLM's table
+    dcmi_table.unlink()
     res = run_package(tmp_path, pkgs["driver"], "--upgrade", "--quiet", ASCEND_SIM_DEVICES_BUSY="1")
     assert res.returncode == 1 and "/dev/davinci_manager has used by docker" in (
         tmp_path / "var/log/ascend_seclog/ascend_install.log"
