@@ -92,7 +92,7 @@ def up(
     verdict = f"{len(changes)} change(s)" if changes else "nothing changed, already up"
     out.print(
         f"sim cluster '{name}' ({wanted.describe()}): {verdict} in {time.monotonic() - started:.1f} s. "
-        f"Spec: inventories/{name}/site.yaml (next: orchestrator render {name})",
+        f"Spec: inventories/{name}/site.yaml and its rendered inventory",
         markup=False,
     )
 

@@ -112,8 +112,8 @@ def plan_hccn(
                         error(
                             (*base, "subnets", plan.subnets.index(subnet), "cidr"),
                             f"subnet {subnet.cidr} is too small: the plan needs host numbers up "
-                            f"to {needed} ({len(servers)} servers, {sum(slots_per_server)} addresses per subnet "
-                            f"from first_host {plan.first_host})",
+                            f"to {needed} ({len(servers)} servers, {sum(slots_per_server)} addresses "
+                            f"per subnet from first_host {plan.first_host})",
                             "use a larger subnet (e.g. a /24) or lower first_host",
                             "hccn",
                         )

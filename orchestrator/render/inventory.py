@@ -59,6 +59,7 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
         "ansible_user": ssh.user,
         "ansible_become": ssh.become or ssh.user != "root",
         "ansible_ssh_host_key_checking": ssh.host_key_checking,
+        "ansible_python_interpreter": "auto_silent",
     }
     if ssh.key_file:
         out["ansible_ssh_private_key_file"] = ssh.key_file

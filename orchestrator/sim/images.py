@@ -186,13 +186,13 @@ def _context_files() -> list[tuple[str, Path]]:
     """(path inside the build context, source file) for the server image, in a stable order."""
     if not (SERVER_CONTEXT / "Dockerfile").is_file():
         raise ImageError(f"{SERVER_CONTEXT}/Dockerfile is missing. Fix: restore images/sim-server/ from git.")
-    files = [(str(p.relative_to(SERVER_CONTEXT)), p) for p in SERVER_CONTEXT.rglob("*") if p.is_file()]
+
+    def wanted(p: Path) -> bool:
+        return p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+
+    files = [(str(p.relative_to(SERVER_CONTEXT)), p) for p in SERVER_CONTEXT.rglob("*") if wanted(p)]
     if FAKES_DIR.is_dir():
-        files += [
-            (f"fakes/{p.relative_to(FAKES_DIR)}", p)
-            for p in FAKES_DIR.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
-        ]
+        files += [(f"fakes/{p.relative_to(FAKES_DIR)}", p) for p in FAKES_DIR.rglob("*") if wanted(p)]
     return sorted(files)
 
 

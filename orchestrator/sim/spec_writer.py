@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from orchestrator.catalog import get_chip, get_model
 from orchestrator.sim.engine import SimError
 from orchestrator.spec.findings import format_finding
-from orchestrator.validation import validate_text
+from orchestrator.render import render_texts
+from orchestrator.render.writer import write_atomic
+from orchestrator.validation import ValidationResult, validate_text
 
 if TYPE_CHECKING:
     from orchestrator.sim.cluster import ClusterState, SimServer
@@ -279,6 +281,17 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
     return "\n".join(lines) + "\n"
 
 
+def _render_if_changed(result: ValidationResult, folder: Path) -> bool:
+    """Render the cluster's inventory beside its spec unless the files on disk already match."""
+    texts = render_texts(result)
+    current = {rel: (folder / rel).read_text(encoding="utf-8") for rel in texts if (folder / rel).is_file()}
+    stale = [p for p in (folder / "host_vars").glob("*.yml") if f"host_vars/{p.name}" not in texts]
+    if current == texts and not stale:
+        return False
+    write_atomic(folder, texts)
+    return True
+
+
 def write_site(
     root: Path, state: ClusterState, cdir: Path, say: Callable[[str], None]
 ) -> tuple[list[str], list[str]]:
@@ -297,4 +310,8 @@ def write_site(
         say(format_finding(w, str(site)))
     if write_if_changed(site, text):
         changes.append(f"wrote {site}")
+    # Machine-specific (absolute paths, 127.0.0.N): keep the cluster's inventory out of commits.
+    write_if_changed(site.parent / ".gitignore", "# written by `orchestrator sim up`\n*\n")
+    if _render_if_changed(result, site.parent):
+        changes.append(f"rendered the inventory {site.parent / 'hosts.yml'}")
     return changes, sorted({i.base_image for i in result.plan.images} if result.plan else set())

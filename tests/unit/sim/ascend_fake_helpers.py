@@ -14,7 +14,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[3]
 FAKES = REPO / "orchestrator" / "sim" / "fakes"
 SAMPLES = Path(__file__).resolve().parent / "fake_samples"
-REFERENCE = Path("/work/shared/reference/ascend-samples.md")
+# the shared reference sits beside the checkout (../shared), locally and in CI
+REFERENCE = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "ascend-samples.md"
 
 # Profiles as `sim up` writes them (docs/simulator.md hardware.json); bus ids of samples 1a (910B4), 1b, 1c.
 HW_910B4 = {
