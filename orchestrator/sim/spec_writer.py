@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from orchestrator.catalog import get_chip, get_model
-from orchestrator.sim.engine import SimError
-from orchestrator.spec.findings import format_finding
 from orchestrator.render import render_texts
 from orchestrator.render.writer import write_atomic
+from orchestrator.sim.engine import SimError
+from orchestrator.spec.findings import format_finding
 from orchestrator.validation import ValidationResult, validate_text
 
 if TYPE_CHECKING:

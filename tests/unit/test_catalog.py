@@ -162,8 +162,9 @@ def test_malformed_flags_and_modules_are_rejected() -> None:
     expect_error(catalog.validate_flags, data, "vllm_flags.yaml", "known[0]", "not a long flag")
     data = fresh("kernel_modules.yaml")
     data["modules"][0]["inferred_options"] = ["log_num_mgm_entry_size"]
-    expect_error(catalog.validate_modules, data, "kernel_modules.yaml", "modules[0] (mlx5_core)",
-                 "confidence")
+    expect_error(
+        catalog.validate_modules, data, "kernel_modules.yaml", "modules[0] (mlx5_core)", "confidence"
+    )
 
 
 def test_header_and_yaml_errors_name_the_file() -> None:
@@ -183,8 +184,19 @@ def strictly_increasing(texts: list[str]) -> bool:
 
 
 def test_versions_sort_in_release_order() -> None:
-    hdk = ["23.0.rc3", "23.0.5", "24.1.rc2", "24.1.rc2.2", "24.1.rc3", "24.1.0", "24.1.0.3", "25.0.rc1",
-           "25.0.rc1.1", "25.0.rc1.3", "25.5.1"]
+    hdk = [
+        "23.0.rc3",
+        "23.0.5",
+        "24.1.rc2",
+        "24.1.rc2.2",
+        "24.1.rc3",
+        "24.1.0",
+        "24.1.0.3",
+        "25.0.rc1",
+        "25.0.rc1.1",
+        "25.0.rc1.3",
+        "25.5.1",
+    ]
     assert strictly_increasing(hdk)
     pip = ["v0.23.0rc1", "v0.23.0", "0.23.0.post1", "v0.23.1"]
     torch_npu = ["2.10.0", "2.10.0.post2", "2.10.0.post4", "2.10.0.1"]
@@ -282,7 +294,8 @@ def test_release_matrix() -> None:
     assert rel.image_tag(get_chip("310P3"), openeuler=True).endswith(":v0.23.0-310p-openeuler")
     old = get_release("v0.11.0")
     assert old.cann_base_image(get_chip("910B1"), "openeuler24.03") == (
-        "quay.io/ascend/cann:8.3.rc2-910b-openeuler24.03-py3.11")
+        "quay.io/ascend/cann:8.3.rc2-910b-openeuler24.03-py3.11"
+    )
     rc = get_release("v0.23.0rc1")
     assert rc.cann_base_image(get_chip("310P3")).startswith("quay.io/ascend/cann:9.1.0-beta.1-310p-")
     with pytest.raises(ValueError, match="no image"):
@@ -301,9 +314,15 @@ def test_driver_and_firmware_compatibility() -> None:
     a3 = driver_series("25.0.rc1.3")
     assert a3 is not None and a3.series == "25.0.rc1"
     assert driver_series("26.0.0") is None and firmware_compatible("26.0.0", "7.8.0.1.1") is None
-    for driver, firmware in [("23.0.5", "7.1.0.7.220"), ("24.1.rc2.2", "7.0.0"), ("24.1.rc3", "7.5.0.1.129"),
-                             ("25.0.rc1.1", "7.7.0.1.231"), ("25.0.rc1.3", "7.7.0.3.228"),
-                             ("25.3.rc1", "7.8.0.2.212"), ("25.5.1", "7.8.0.6.201")]:
+    for driver, firmware in [
+        ("23.0.5", "7.1.0.7.220"),
+        ("24.1.rc2.2", "7.0.0"),
+        ("24.1.rc3", "7.5.0.1.129"),
+        ("25.0.rc1.1", "7.7.0.1.231"),
+        ("25.0.rc1.3", "7.7.0.3.228"),
+        ("25.3.rc1", "7.8.0.2.212"),
+        ("25.5.1", "7.8.0.6.201"),
+    ]:
         assert firmware_compatible(driver, firmware) is True, (driver, firmware)
     assert firmware_compatible("24.1.rc2.2", "7.5.0.1.129") is False
     assert min_driver_for_cann("8.5.0") == "25.5.0" and min_driver_for_cann("8.3.rc2") == "25.3.rc1"
@@ -317,13 +336,31 @@ def test_driver_and_firmware_compatibility() -> None:
 
 def test_serve_flags() -> None:
     recipe = [
-        "--data-parallel-size", "--tensor-parallel-size", "--quantization", "--enable-expert-parallel",
-        "--max-num-seqs", "--max-model-len", "--max-num-batched-tokens", "--trust-remote-code",
-        "--gpu-memory-utilization", "--speculative-config", "--compilation-config",
+        "--data-parallel-size",
+        "--tensor-parallel-size",
+        "--quantization",
+        "--enable-expert-parallel",
+        "--max-num-seqs",
+        "--max-model-len",
+        "--max-num-batched-tokens",
+        "--trust-remote-code",
+        "--gpu-memory-utilization",
+        "--speculative-config",
+        "--compilation-config",
         "--data-parallel-size-local",
-        "--data-parallel-address", "--data-parallel-rpc-port", "--headless", "--data-parallel-start-rank",
-        "--distributed-executor-backend", "--pipeline-parallel-size", "--host", "--port", "--api-key",
-        "--served-model-name", "--additional-config", "--kv-transfer-config", "--no-enable-prefix-caching",
+        "--data-parallel-address",
+        "--data-parallel-rpc-port",
+        "--headless",
+        "--data-parallel-start-rank",
+        "--distributed-executor-backend",
+        "--pipeline-parallel-size",
+        "--host",
+        "--port",
+        "--api-key",
+        "--served-model-name",
+        "--additional-config",
+        "--kv-transfer-config",
+        "--no-enable-prefix-caching",
     ]
     assert set(recipe) <= catalog.KNOWN_SERVE_FLAGS and len(catalog.KNOWN_SERVE_FLAGS) >= 80
     removed = catalog.REMOVED_SERVE_FLAGS
