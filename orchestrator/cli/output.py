@@ -45,6 +45,10 @@ def ranges(values: tuple[int, ...]) -> str:
     return ",".join(out)
 
 
+def size(gib: float) -> str:
+    return f"{gib:.1f} GiB" if gib >= 1 else f"{gib * 1024:.0f} MiB"
+
+
 def replica_lines(r: ReplicaPlan) -> list[str]:
     mode = {"single": "single-node", "dp": "multi-node data parallel", "ray": "multi-node on Ray"}[r.mode]
     lines = [
@@ -75,7 +79,7 @@ def plan_lines(plan: SitePlan) -> list[str]:
     ]
     lines += [f"Image {i.tag}: SOC_VERSION={i.soc_version}, FROM {i.base_image}" for i in plan.images]
     lines.append(
-        f"Model {plan.model_name} served as '{plan.served_name}': {plan.weights_gib:.1f} GiB of weights "
+        f"Model {plan.model_name} served as '{plan.served_name}': {size(plan.weights_gib)} of weights "
         f"({plan.quantization}, {plan.dtype})"
     )
     for r in plan.replicas:

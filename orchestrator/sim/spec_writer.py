@@ -235,9 +235,17 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
             f"    path: {path}",
             f"    sha256: {sha256_of(path)}",
         ]
+    lines += ["  vllm_ascend:", f"    version: {VLLM_ASCEND}"]
+    if get_chip(prof.chip).has_roce:
+        # NPU-NIC addresses are data written into the fake NICs (hccn_tool); no packet is ever sent to them.
+        # A loopback-range subnet keeps even that data on 127.0.0.0/8.
+        lines += [
+            "network:",
+            "  hccn:",
+            "    plan: single_subnet",
+            "    subnets: [{cidr: 127.100.0.0/24}]",
+        ]
     lines += [
-        "  vllm_ascend:",
-        f"    version: {VLLM_ASCEND}",
         "model:",
         f"  name: {MODEL_NAME}",
         f"  # {MODEL_ARCH}'s shape (the checkpoint's config.json), scaled down to {MODEL_BYTES >> 20} MiB",
