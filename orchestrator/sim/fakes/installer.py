@@ -21,14 +21,9 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
-
-def _find_fakes() -> None:
-    here = os.path.dirname(os.path.realpath(__file__))
-    if os.path.isfile(os.path.join(here, "simstate.py")):
-        sys.path.insert(0, here)
-
-
-_find_fakes()
+# Standalone script: find simstate.py beside the real file, in the installed driver, or in the server image.
+_HERE, _ROOT = os.path.dirname(os.path.realpath(__file__)), os.environ.get("ASCEND_SIM_ROOT") or "/"
+sys.path[:0] = [_HERE, f"{_ROOT}/usr/local/Ascend/driver/tools/ascend-sim", "/opt/ascend-sim/fakes"]
 if TYPE_CHECKING:
     from orchestrator.sim.fakes import simstate
 else:

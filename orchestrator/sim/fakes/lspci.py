@@ -20,21 +20,9 @@ import subprocess
 import sys
 from typing import TYPE_CHECKING
 
-
-def _find_fakes() -> None:
-    here = os.path.dirname(os.path.realpath(__file__))
-    sim_root = os.environ.get("ASCEND_SIM_ROOT") or "/"
-    for d in (
-        here,
-        os.path.join(sim_root, "usr/local/Ascend/driver/tools/ascend-sim"),
-        "/opt/ascend-sim/fakes",
-    ):
-        if os.path.isfile(os.path.join(d, "simstate.py")):
-            sys.path.insert(0, d)
-            return
-
-
-_find_fakes()
+# Standalone script: find simstate.py beside the real file, in the installed driver, or in the server image.
+_HERE, _ROOT = os.path.dirname(os.path.realpath(__file__)), os.environ.get("ASCEND_SIM_ROOT") or "/"
+sys.path[:0] = [_HERE, f"{_ROOT}/usr/local/Ascend/driver/tools/ascend-sim", "/opt/ascend-sim/fakes"]
 if TYPE_CHECKING:
     from orchestrator.sim.fakes import simstate
 else:

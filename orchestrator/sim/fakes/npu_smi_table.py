@@ -95,6 +95,13 @@ def _name(proc: dict[str, Any]) -> str:
     return str(proc.get("name") or "")[:15]  # the kernel's comm: 15 chars ("/usr/local/pyth", sample 1a)
 
 
+def _first_row(fmt: str, hw: simstate.Hardware, dev: simstate.Device, v: dict[str, Any]) -> str:
+    """The 'NPU Name | Health | Power Temp Hugepages' row, the same in every table layout."""
+    used, total = v["hugepages"]
+    health = simstate.health(dev.logic_id)
+    return fmt % (dev.npu_id, hw.npu_smi_name, health, _power(v["power"]), v["temp"], used, total)
+
+
 def table(hw: simstate.Hardware, devices: list[simstate.Device], version: str) -> list[str]:
     procs = simstate.processes()
     if hw.family == "310p":
@@ -105,19 +112,7 @@ def table(hw: simstate.Hardware, devices: list[simstate.Device], version: str) -
     for card in cards:
         for i, dev in enumerate(card):
             v = live(hw, dev, procs.get(dev.logic_id, []))
-            used, total = v["hugepages"]
-            out.append(
-                ROW1_98
-                % (
-                    dev.npu_id,
-                    hw.npu_smi_name,
-                    simstate.health(dev.logic_id),
-                    _power(v["power"]),
-                    v["temp"],
-                    used,
-                    total,
-                )
-            )
+            out.append(_first_row(ROW1_98, hw, dev, v))
             bus = dev.bus_id + " "
             mem = (v["aicore"], v["memory_used"], v["memory_total"], v["hbm_used"], dev.hbm_mb)
             if a3:
@@ -150,19 +145,7 @@ def _table_310p(
     for card in cards:
         for i, dev in enumerate(card):
             v = live(hw, dev, procs.get(dev.logic_id, []))
-            used, total = v["hugepages"]
-            out.append(
-                ROW1_106
-                % (
-                    dev.npu_id,
-                    hw.npu_smi_name,
-                    simstate.health(dev.logic_id),
-                    _power(v["power"]),
-                    v["temp"],
-                    used,
-                    total,
-                )
-            )
+            out.append(_first_row(ROW1_106, hw, dev, v))
             out.append(
                 ROW2_106
                 % (dev.chip_id, dev.logic_id, dev.bus_id, v["aicore"], v["memory_used"], v["memory_total"])
