@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,15 @@ def engine() -> Any:
         return ensure_engine()
     except SimError as exc:
         pytest.fail(f"the simulated cluster needs a Docker engine: {exc}")
+
+
+def module_cluster(factory: pytest.TempPathFactory, prefix: str, *args: str) -> Iterator[Sim]:
+    """A cluster in a scratch root for one test module; `sim down` at the end, whatever happened."""
+    sim = bring_up(factory.mktemp(prefix), f"{prefix}{os.getpid() % 100000}", *args)
+    try:
+        yield sim
+    finally:
+        sim.sim("down", check=False)
 
 
 def bring_up(root: Path, name: str, *args: str) -> Sim:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import tarfile
 import time
@@ -21,7 +20,7 @@ import pytest
 import yaml
 
 from orchestrator.sim.vllm.context import prepare_build_context
-from tests.integration.sim.sim_helpers import Sim, bring_up, engine
+from tests.integration.sim.sim_helpers import Sim, engine, module_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -31,12 +30,7 @@ DRIVER_MOUNTS = ("/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/ver
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    root = tmp_path_factory.mktemp("simserve")
-    sim = bring_up(root, f"sv{os.getpid() % 100000}", "--nodes", "1")
-    try:
-        yield sim
-    finally:
-        sim.sim("down", check=False)
+    yield from module_cluster(tmp_path_factory, "sv", "--nodes", "1")
 
 
 def _container(sim: Sim) -> Any:

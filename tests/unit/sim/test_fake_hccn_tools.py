@@ -6,10 +6,16 @@ import json
 import re
 from pathlib import Path
 
-try:
-    from ascend_fake_helpers import HW_310P, HW_910B4, HW_A3, driver_loaded, host, put, sample, tool
-except ImportError:  # tests/unit/sim made a package
-    from .ascend_fake_helpers import HW_310P, HW_910B4, HW_A3, driver_loaded, host, put, sample, tool  # type: ignore[no-redef]
+from tests.unit.sim.ascend_fake_helpers import (
+    HW_310P,
+    HW_910B4,
+    HW_A3,
+    driver_loaded,
+    host,
+    put,
+    sample,
+    tool,
+)
 
 
 def hccn(root: Path, *args: str) -> tuple[int, list[str]]:

@@ -5,38 +5,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-try:
-    from ascend_fake_helpers import (
-        HW_310P,
-        HW_910B4,
-        HW_A3,
-        REFERENCE,
-        SAMPLES,
-        driver_loaded,
-        host,
-        put,
-        reference_blocks,
-        sample,
-        tabbed,
-        telemetry_from_table,
-        tool,
-    )
-except ImportError:  # tests/unit/sim made a package
-    from .ascend_fake_helpers import (  # type: ignore[no-redef]
-        HW_310P,
-        HW_910B4,
-        HW_A3,
-        REFERENCE,
-        SAMPLES,
-        driver_loaded,
-        host,
-        put,
-        reference_blocks,
-        sample,
-        tabbed,
-        telemetry_from_table,
-        tool,
-    )
+from tests.unit.sim.ascend_fake_helpers import (
+    HW_310P,
+    HW_910B4,
+    HW_A3,
+    REFERENCE,
+    SAMPLES,
+    driver_loaded,
+    host,
+    put,
+    reference_blocks,
+    sample,
+    tabbed,
+    telemetry_from_table,
+    tool,
+)
 
 TELEMETRY = "/var/lib/ascend-sim/telemetry.json"
 PROCESSES = "/var/lib/ascend-sim/processes.json"

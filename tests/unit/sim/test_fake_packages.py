@@ -5,28 +5,23 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from orchestrator.sim.packages import build_package, package_name, sha256_of
-
-try:
-    from ascend_fake_helpers import HW_910B4, HW_A3, PYTHON, host, plain, put, run_package, sample, tool
-except ImportError:  # tests/unit/sim made a package
-    from .ascend_fake_helpers import (  # type: ignore[no-redef]
-        HW_910B4,
-        HW_A3,
-        PYTHON,
-        host,
-        plain,
-        put,
-        run_package,
-        sample,
-        tool,
-    )
-
-import subprocess
+from tests.unit.sim.ascend_fake_helpers import (
+    HW_910B4,
+    HW_A3,
+    PYTHON,
+    host,
+    plain,
+    put,
+    run_package,
+    sample,
+    tool,
+)
 
 DRV, FW = "25.0.rc1.1", "7.7.0.1.231"
 OCCUPIED = (
