@@ -1,4 +1,8 @@
-"""`orchestrator sim ...`: the simulated Ascend cluster (up / down / status / fault)."""
+"""`orchestrator sim ...`: the simulated Ascend cluster (up / down / status / fault).
+
+The simulator (and the Docker SDK) is imported when a sim command runs, never at start-up: `orchestrator
+validate` on an operator's controller loads neither.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,14 @@ import time
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from docker.errors import DockerException
 
 from orchestrator.cli.output import console
-from orchestrator.sim import cluster, faults
-from orchestrator.sim.engine import DOCKERD_LOG, SimError
+
+if TYPE_CHECKING:
+    from orchestrator.sim.faults import Server
 
 sim_app = typer.Typer(
     no_args_is_help=True,
@@ -59,6 +63,10 @@ def _say(msg: str) -> None:
 
 def _run(fn: Callable[[], T]) -> T:
     """Run one sim operation; failures become one readable message and exit code 1, never a traceback."""
+    from docker.errors import DockerException
+
+    from orchestrator.sim.engine import DOCKERD_LOG, SimError
+
     try:
         return fn()
     except SimError as exc:
@@ -83,8 +91,11 @@ def up(
     name: NameOpt = DEFAULT_NAME,
 ) -> None:
     """Bring the cluster up and write inventories/<name>/site.yaml; running it again changes nothing."""
+    from orchestrator.sim import cluster
+    from orchestrator.sim.state import ClusterState
+
     started = time.monotonic()
-    wanted = cluster.ClusterState(name, profile.value, nodes, gateway, monitoring)
+    wanted = ClusterState(name, profile.value, nodes, gateway, monitoring)
     changes = _run(lambda: cluster.up(_root(), wanted, _say))
     out = console()
     for change in changes:
@@ -103,6 +114,8 @@ def down(
     purge: Annotated[bool, typer.Option("--purge", help="Also remove the cached base image.")] = False,
 ) -> None:
     """Remove every container, volume, image tag and file the cluster made."""
+    from orchestrator.sim import cluster
+
     removed = _run(lambda: cluster.down(_root(), name, purge=purge, say=_say))
     out = console()
     for item in removed:
@@ -115,6 +128,8 @@ def status(
     name: Annotated[str | None, typer.Option("--name", help="One cluster (default: all).")] = None,
 ) -> None:
     """List the hosts of each cluster: address, roles, container state, SSH, driver, active faults."""
+    from orchestrator.sim import faults
+
     names = [name] if name else _run(lambda: faults.known_clusters(_root()))
     out = console()
     if not names:
@@ -139,8 +154,10 @@ def status(
             )
 
 
-def _fault(name: str, server: str, fn: Callable[[faults.Server], str]) -> None:
-    msg = _run(lambda: fn(faults.Server(_root(), name, server)))
+def _fault(name: str, server: str, fn: Callable[[Server], str]) -> None:
+    from orchestrator.sim.faults import Server
+
+    msg = _run(lambda: fn(Server(_root(), name, server)))
     console().print(msg, markup=False)
 
 
@@ -151,12 +168,16 @@ def f_unreachable(
     name: NameOpt = DEFAULT_NAME,
 ) -> None:
     """Make a server unreachable over SSH (undo with `fault back`)."""
+    from orchestrator.sim import faults
+
     _fault(name, server, lambda s: faults.unreachable(s, mode.value))
 
 
 @fault_app.command("back")
 def f_back(server: ServerArg, name: NameOpt = DEFAULT_NAME) -> None:
     """Make an unreachable server reachable again."""
+    from orchestrator.sim import faults
+
     _fault(name, server, faults.back)
 
 
@@ -169,6 +190,8 @@ def f_npu_unhealthy(
     name: NameOpt = DEFAULT_NAME,
 ) -> None:
     """Mark NPUs unhealthy in npu-smi."""
+    from orchestrator.sim import faults
+
     _fault(name, server, lambda s: faults.npu_unhealthy(s, ids, level.value, clear))
 
 
@@ -177,12 +200,16 @@ def f_link_down(
     server: ServerArg, ids: IdsArg, clear: ClearOpt = False, name: NameOpt = DEFAULT_NAME
 ) -> None:
     """Take NPU-NIC links down (hccn_tool -link, -ping across the fabric)."""
+    from orchestrator.sim import faults
+
     _fault(name, server, lambda s: faults.link_down(s, ids, clear))
 
 
 @fault_app.command("driver-fails")
 def f_driver_fails(server: ServerArg, clear: ClearOpt = False, name: NameOpt = DEFAULT_NAME) -> None:
     """Make the next driver package install on the server fail."""
+    from orchestrator.sim import faults
+
     _fault(name, server, lambda s: faults.driver_fails(s, clear))
 
 
@@ -207,16 +234,22 @@ def f_vllm(
         settings["slow_ms"] = slow_ms
     if wrong_answers:
         settings["wrong_answers"] = True
+    from orchestrator.sim import faults
+
     _fault(name, server, lambda s: faults.vllm(s, settings, port, clear))
 
 
 @fault_app.command("disk-full")
 def f_disk_full(server: ServerArg, clear: ClearOpt = False, name: NameOpt = DEFAULT_NAME) -> None:
     """Make /data nearly full (df, Ansible facts and writes see it)."""
+    from orchestrator.sim import faults
+
     _fault(name, server, lambda s: faults.disk_full(s, clear))
 
 
 @fault_app.command("clear")
 def f_clear(server: ServerArg, name: NameOpt = DEFAULT_NAME) -> None:
     """Clear every fault of a server (reachable, healthy, links up, room on /data)."""
+    from orchestrator.sim import faults
+
     _fault(name, server, faults.clear_all)

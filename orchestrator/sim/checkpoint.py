@@ -34,8 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.catalog import ModelArch, get_model
-from orchestrator.sim.vllm.engine import VOCAB
-from orchestrator.sim.vllm.model import content_hash, inspect_model
+from orchestrator.sim.fake_vllm_image import PACKAGE_DIR
+
+# The fake server's tokenizer words (images/fake-vllm/fake_vllm/vocab.txt): tokenizer.json carries the same.
+VOCAB: tuple[str, ...] = tuple(
+    dict.fromkeys((PACKAGE_DIR / "vocab.txt").read_text(encoding="utf-8").split())
+)
 
 MAX_EXPERTS = 8
 MIN_VOCAB = 256
@@ -380,11 +384,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    layout = inspect_model(str(out), None)
-    print(
-        f"{out}: {args.arch} checkpoint, {len(layout.shards)} shard(s), {layout.tensor_bytes} tensor bytes, "
-        f"weights sha256 {content_hash(layout)}"
-    )
+    index = json.loads((out / "model.safetensors.index.json").read_text(encoding="utf-8"))
+    shards = sorted(set(index["weight_map"].values()))
+    total = index["metadata"]["total_size"]
+    print(f"{out}: {args.arch} checkpoint, {len(shards)} shard(s), {total} tensor bytes")
     return 0
 
 

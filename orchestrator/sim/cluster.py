@@ -13,7 +13,6 @@ import fcntl
 import io
 import json
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -23,7 +22,6 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,82 +29,24 @@ from docker.errors import APIError, NotFound
 
 from orchestrator.sim import images, spec_writer
 from orchestrator.sim.engine import SimError, client, ensure_engine
-from orchestrator.sim.spec_writer import PROFILES, hardware_json, write_if_changed
+from orchestrator.sim.spec_writer import PROFILES, hardware_json
+from orchestrator.sim.state import (
+    ClusterState,
+    SimServer,
+    check_name,
+    cluster_dir,
+    container_name,
+    load_state,
+    save_state,
+    sim_root,
+    write_if_changed,
+)
 
 LABEL = images.LABEL_CLUSTER
-NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,28}[a-z0-9]$")
 SSH_WAIT_S = 30.0
 DATA_SIZE = "16g"  # /data (weights) is a tmpfs of this size: `sim fault disk-full` shrinks it
 
 Say = Callable[[str], None]
-
-
-@dataclass
-class SimServer:
-    name: str
-    address: str
-    roles: list[str]
-    npu: bool
-
-
-@dataclass
-class ClusterState:
-    name: str
-    profile: str
-    nodes: int
-    gateway: bool
-    monitoring: bool
-    servers: list[SimServer] = field(default_factory=list)
-    image: str = ""
-
-    def same_shape(self, other: ClusterState) -> bool:
-        return self.describe() == other.describe()
-
-    def describe(self) -> str:
-        extra = "".join(
-            f" + {x}" for x, on in (("gateway", self.gateway), ("monitoring", self.monitoring)) if on
-        )
-        return f"{self.nodes} x {self.profile}{extra}"
-
-
-def container_name(cluster: str, server: str) -> str:
-    return f"ascend-sim-{cluster}-{server}"
-
-
-def sim_root(root: Path) -> Path:
-    return root / ".orchestrator" / "sim"
-
-
-def cluster_dir(root: Path, name: str) -> Path:
-    return sim_root(root) / name
-
-
-def check_name(name: str) -> None:
-    if not NAME_RE.match(name):
-        raise SimError(
-            f"Cluster name '{name}' is not usable. Fix: use 2-30 lower-case letters, digits and '-', "
-            "starting with a letter (it names containers, volumes and inventories/<name>/)."
-        )
-
-
-def load_state(root: Path, name: str) -> ClusterState | None:
-    path = cluster_dir(root, name) / "cluster.json"
-    if not path.is_file():
-        return None
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        raw["servers"] = [SimServer(**s) for s in raw.get("servers", [])]
-        return ClusterState(**raw)
-    except (OSError, ValueError, TypeError) as exc:
-        raise SimError(
-            f"{path} is unreadable ({exc}). Fix: `orchestrator sim down --name {name}`, then `sim up` again."
-        ) from None
-
-
-def save_state(root: Path, state: ClusterState) -> bool:
-    return write_if_changed(
-        cluster_dir(root, state.name) / "cluster.json", json.dumps(asdict(state), indent=2) + "\n"
-    )
 
 
 def plan_servers(state: ClusterState) -> list[tuple[str, list[str], bool]]:

@@ -23,18 +23,9 @@ from typing import Any
 
 from docker.errors import APIError, NotFound
 
-from orchestrator.sim.cluster import (
-    DATA_SIZE,
-    LABEL,
-    ClusterState,
-    SimServer,
-    container_name,
-    containers_of,
-    load_state,
-    sim_root,
-    ssh_banner,
-)
+from orchestrator.sim.cluster import DATA_SIZE, LABEL, containers_of, ssh_banner
 from orchestrator.sim.engine import SimError, client
+from orchestrator.sim.state import ClusterState, SimServer, container_name, load_state, sim_root
 
 STATE = "/var/lib/ascend-sim"
 FAULTS = f"{STATE}/faults.json"
@@ -43,7 +34,7 @@ VLLM_FAULTS = f"{STATE}/vllm-faults.json"
 # driver is installed (its hardware copy is there) the fake vLLM server reads this mirror instead.
 VLLM_FAULTS_DCMI = "/usr/local/dcmi/ascend-sim-vllm-faults.json"
 SSHD_DISABLED = f"{STATE}/sshd.disabled"
-SIMSTATE = "/opt/ascend-sim/fakes/simstate.py"
+SIMBOOT = "/opt/ascend-sim/fakes/simboot.py"
 FILLER = "/data/.ascend-sim-disk-full"
 
 _WRITE_JSON = """
@@ -179,7 +170,7 @@ def link_down(srv: Server, ids: list[int], clear: bool) -> str:
     _devices(srv, ids)
     new = _ids(srv.read_json(FAULTS).get("link_down"), ids, clear)
     srv.update(FAULTS, {"link_down": new})
-    srv.sh("python3", SIMSTATE, "sync-fabric")
+    srv.sh("python3", SIMBOOT, "sync-fabric")
     return f"{srv.info.name}: NPU-NIC links down now {new or 'none'}"
 
 
@@ -232,7 +223,7 @@ def clear_all(srv: Server) -> str:
     srv.sh("sh", "-c", f"rm -f {FILLER}; mount -o remount,size={DATA_SIZE} /data 2>/dev/null || true")
     srv.write_json(FAULTS, {})
     _write_vllm(srv, {})
-    srv.sh("sh", "-c", f"python3 {SIMSTATE} sync-fabric >/dev/null 2>&1 || true")
+    srv.sh("sh", "-c", f"python3 {SIMBOOT} sync-fabric >/dev/null 2>&1 || true")
     msgs.append(f"{srv.info.name}: all faults cleared")
     return "; ".join(msgs)
 

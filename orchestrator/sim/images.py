@@ -4,8 +4,8 @@
   `docker import`. The tag is a content hash of the recipe, so a built base is reused until the recipe
   changes (kept by `sim down`, removed by `sim down --purge`).
 - `ascend-sim-server:<hash12>`: FROM the base, adds `images/sim-server/` (init, reboot/shutdown wrappers,
-  lspci wrapper, sshd config) and the fake tools of `orchestrator/sim/fakes/`. Built per cluster (the hash
-  covers the content and the cluster name) and labelled `io.ascend-sim.cluster=<cluster>`, so `sim down`
+  lspci wrapper, sshd config, and the fake tools of `ascend_fakes/`). Built per cluster (the hash covers the
+  content and the cluster name) and labelled `io.ascend-sim.cluster=<cluster>`, so `sim down`
   removes it.
 """
 
@@ -62,7 +62,7 @@ RECIPE_VERSION = 1
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_CONTEXT = ROOT / "images" / "sim-server"
-FAKES_DIR = Path(__file__).resolve().parent / "fakes"
+FAKES_DIR = SERVER_CONTEXT / "ascend_fakes"  # the fake Ascend tools, shipped as /opt/ascend-sim/fakes
 
 
 class ImageError(SimError):
@@ -190,10 +190,7 @@ def _context_files() -> list[tuple[str, Path]]:
     def wanted(p: Path) -> bool:
         return p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
 
-    files = [(str(p.relative_to(SERVER_CONTEXT)), p) for p in SERVER_CONTEXT.rglob("*") if wanted(p)]
-    if FAKES_DIR.is_dir():
-        files += [(f"fakes/{p.relative_to(FAKES_DIR)}", p) for p in FAKES_DIR.rglob("*") if wanted(p)]
-    return sorted(files)
+    return sorted((str(p.relative_to(SERVER_CONTEXT)), p) for p in SERVER_CONTEXT.rglob("*") if wanted(p))
 
 
 def server_tag(cluster: str, base: str) -> str:
@@ -214,7 +211,6 @@ def build_server(cli: Any, cluster: str, base: str) -> tuple[str, bool]:
             dst = ctx / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dst)
-        (ctx / "fakes").mkdir(exist_ok=True)
         try:
             cli.images.build(
                 path=str(ctx),

@@ -2,8 +2,8 @@
 
 A package is what a makeself archive is: a shell header, the line `__ARCHIVE__`, then a gzip tar payload.
 The header verifies the payload's SHA256 (embedded at build time), extracts it to a temp dir and runs the
-payload's installer (orchestrator/sim/fakes/installer.py) with the remaining options. Names, options and
-console lines are the real ones (ascend-host.md "Driver / firmware / CANN packages", ascend-samples.md
+payload's installer (images/sim-server/ascend_fakes/installer.py) with the remaining options. Names, options
+and console lines are the real ones (ascend-host.md "Driver / firmware / CANN packages", ascend-samples.md
 section 6). The payload carries the fake tools, so a driver install puts npu-smi, hccn_tool and
 upgrade-tool on the server.
 
@@ -28,7 +28,7 @@ Kind = Literal["driver", "firmware"]
 ChipFamily = Literal["910b", "910_93", "310p"]
 TakesEffect = Literal["immediately", "reboot"]
 
-FAKES_DIR = Path(__file__).resolve().parent / "fakes"
+FAKES_DIR = Path(__file__).resolve().parents[2] / "images" / "sim-server" / "ascend_fakes"
 MARKER = "__ARCHIVE__"
 DEFAULT_FW_RANGE = ("7.0.0", "7.8.99")  # drivers the catalog does not know accept this firmware range
 _VERSION = re.compile(r"[0-9][0-9A-Za-z]*(\.[0-9A-Za-z]+)*")

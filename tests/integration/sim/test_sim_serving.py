@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrator.sim.vllm.context import prepare_build_context
+from orchestrator.sim.fake_vllm_image import prepare_build_context
 from tests.integration.sim.sim_helpers import Sim, engine, module_cluster
 
 pytestmark = pytest.mark.integration

@@ -1,5 +1,5 @@
 """Helpers for the fake Ascend host tool tests: a simulated host under a temp ASCEND_SIM_ROOT, tool runners,
-and the verbatim samples of /work/shared/reference/ascend-samples.md copied into fake_samples/."""
+and the verbatim samples of ascend-samples.md (tests/fixtures/reference/) copied into fake_samples/."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[3]
-FAKES = REPO / "orchestrator" / "sim" / "fakes"
+FAKES = REPO / "images" / "sim-server" / "ascend_fakes"
 SAMPLES = Path(__file__).resolve().parent / "fake_samples"
-# the shared reference sits beside the checkout (../shared), locally and in CI
-REFERENCE = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "ascend-samples.md"
+# a pinned verbatim copy of ../shared/reference/ascend-samples.md (tests/fixtures/reference/README.md)
+REFERENCE = REPO / "tests" / "fixtures" / "reference" / "ascend-samples.md"
 
 # Profiles as `sim up` writes them (docs/simulator.md hardware.json); bus ids of samples 1a (910B4), 1b, 1c.
 HW_910B4 = {

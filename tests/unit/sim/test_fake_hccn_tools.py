@@ -80,7 +80,7 @@ def test_link_health_and_lldp(tmp_path: Path) -> None:
 
 def _server(tmp_path: Path, name: str, base: int, fabric: Path, link_down: list[int]) -> Path:
     """A server whose 8 NICs are 10.0.0.<base+i>/24: NIC 0 set with hccn_tool, the others written to
-    /etc/hccn.conf directly, then mirrored into the shared fabric by `simstate.py sync-fabric`."""
+    /etc/hccn.conf directly, then mirrored into the shared fabric by `simboot.py sync-fabric`."""
     root = tmp_path / name
     driver_loaded(root, dict(HW_910B4, server=name), "25.0.rc1.1")
     (root / "var/lib/ascend-sim/fabric").symlink_to(fabric)  # the cluster's shared bind mount
@@ -88,7 +88,7 @@ def _server(tmp_path: Path, name: str, base: int, fabric: Path, link_down: list[
     conf = "".join(f"address_{i}=10.0.0.{base + i}\nnetmask_{i}=255.255.255.0\n" for i in range(1, 8))
     put(root, "/etc/hccn.conf", conf)
     assert hccn(root, "-i", "0", "-ip", "-s", "address", f"10.0.0.{base}", "netmask", "255.255.255.0")[0] == 0
-    assert tool(root, "simstate.py", "sync-fabric").returncode == 0
+    assert tool(root, "simboot.py", "sync-fabric").returncode == 0
     return root
 
 

@@ -260,7 +260,7 @@ def test_reboot_needed_goes_to_pending_json(pkgs: dict[str, Path], tmp_path: Pat
     assert pending["driver"]["version"] == "25.2.0" and pending["driver"]["package"] == pkgs["reboot"].name
     assert pending["driver"]["files"]["/usr/local/Ascend/driver/version.info"].startswith("Version=25.2.0\n")
     assert npu_smi(tmp_path, "info").stdout == "dcmi module initialize failed. ret is -8005\n"
-    boot = tool(tmp_path, "simstate.py", "apply-pending")  # what ascend-sim-init does at the simulated reboot
+    boot = tool(tmp_path, "simboot.py", "apply-pending")  # what ascend-sim-init does at the simulated reboot
     assert boot.returncode == 0 and boot.stdout.strip() == "driver"
     assert not (tmp_path / "var/lib/ascend-sim/pending.json").exists()
     assert (tmp_path / "dev/davinci7").exists() and npu_smi(tmp_path, "info").returncode == 0

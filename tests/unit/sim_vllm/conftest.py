@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from orchestrator.sim.checkpoint import generate_checkpoint
-from orchestrator.sim.vllm.context import prepare_build_context
+from orchestrator.sim.fake_vllm_image import prepare_build_context
 
 CKPT_BYTES = 2 << 20
 

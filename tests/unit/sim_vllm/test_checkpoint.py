@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from fake_vllm.model import content_hash, inspect_model
 from orchestrator.catalog import get_model
 from orchestrator.sim.checkpoint import generate_checkpoint
-from orchestrator.sim.vllm.model import content_hash, inspect_model
 
 SIZES = {"BF16": 2, "F32": 4, "I8": 1}
 
@@ -140,5 +140,6 @@ def test_cli(tmp_path: Path) -> None:
         text=True,
         check=True,
     )
-    assert "weights sha256" in out.stdout
-    assert (tmp_path / "m" / "model.safetensors.index.json").is_file()
+    index = json.loads((tmp_path / "m" / "model.safetensors.index.json").read_text())
+    shards = len(set(index["weight_map"].values()))
+    assert f"{shards} shard(s), {index['metadata']['total_size']} tensor bytes" in out.stdout

@@ -2,7 +2,8 @@
 
 Failure modes: missing run user/group (ERR_NO:0x0091/0x0096; default user HwHiAiUser or the recorded one, or
 --install-username/--install-usergroup), devices occupied on over-install/upgrade/uninstall without --force
-(installer.devices_busy), DKMS failure when the package was built with fail=True or faults.json driver_fails,
+(install_session.devices_busy), DKMS failure when the package was built with fail=True or faults.json
+driver_fails,
 full disk (faults.json disk_full), package for another chip / arch (hardware.json), bad argument combinations.
 takes_effect "reboot" (or --force) puts version.info into pending.json and exits 2; "immediately" activates
 the driver (version.info, device nodes, any pending firmware: "Reboot now or after driver installation")
@@ -17,8 +18,8 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from orchestrator.sim.fakes import simboot, simstate
-    from orchestrator.sim.fakes.installer import (
+    from ascend_fakes import simboot, simstate
+    from ascend_fakes.install_session import (
         GREEN,
         RED,
         RESET,
@@ -31,7 +32,16 @@ if TYPE_CHECKING:
 else:
     import simboot
     import simstate
-    from installer import GREEN, RED, RESET, Session, devices_busy, group_gid, user_exists, user_in_group
+    from install_session import (
+        GREEN,
+        RED,
+        RESET,
+        Session,
+        devices_busy,
+        group_gid,
+        user_exists,
+        user_in_group,
+    )
 
 INSTALL_TYPES = ("full", "run", "devel", "docker", "debug")
 SIM_DIR = simstate.SIM_TOOLS_DIR

@@ -1,6 +1,5 @@
-#!/usr/bin/env python3
-"""Installer of the simulated HDK `.run` packages, run by the makeself-style header of
-orchestrator.sim.packages from the extracted payload (package.json, version.info, ascend-sim/*.py).
+"""The session of one simulated HDK `.run` package run (options, console and log output, user and device
+checks), shared by the driver and firmware flows; installer.py is the entry point.
 
 Console lines are `[Driver] [YYYY-mm-dd HH:MM:SS] msg` / `[Firmware] [...] msg` (drvEcho, samples 6a-6e);
 the success/occupied/warning lines carry the ANSI colours of drvColorEcho (`\\033[32m...\\033[0m`; the
@@ -18,14 +17,13 @@ import os
 import pwd
 import sys
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 # Standalone script: find simstate.py beside the real file, in the installed driver, or in the server image.
 _HERE, _ROOT = os.path.dirname(os.path.realpath(__file__)), os.environ.get("ASCEND_SIM_ROOT") or "/"
 sys.path[:0] = [_HERE, f"{_ROOT}/usr/local/Ascend/driver/tools/ascend-sim", "/opt/ascend-sim/fakes"]
 if TYPE_CHECKING:
-    from orchestrator.sim.fakes import simstate
+    from ascend_fakes import simstate
 else:
     import simstate
 
@@ -259,34 +257,3 @@ def user_in_group(user: str, group: str) -> bool:
         if len(parts) >= 4 and parts[0] == group and user in parts[3].split(","):
             return True
     return False
-
-
-def _flow(tag: str) -> Callable[[Session], None]:
-    if TYPE_CHECKING:
-        from orchestrator.sim.fakes import installer_driver, installer_firmware
-    else:
-        import installer_driver
-        import installer_firmware
-    return installer_driver.run if tag == "Driver" else installer_firmware.run
-
-
-def main(argv: list[str]) -> int:
-    pkgdir = os.environ.get("ASCEND_SIM_PKGDIR") or os.path.dirname(
-        os.path.dirname(os.path.realpath(__file__))
-    )
-    session = Session(pkgdir, argv)
-    try:
-        _flow(session.tag)(session)
-    except Exit as done:
-        return done.rc
-    return 0
-
-
-if __name__ == "__main__":
-    # Run the module proper (not this __main__ copy), so installer_driver/_firmware share its classes.
-    if TYPE_CHECKING:
-        from orchestrator.sim.fakes import installer  # noqa: PLW0406
-    else:
-        import installer
-
-    sys.exit(installer.main(sys.argv[1:]))

@@ -15,21 +15,13 @@ import json
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-_WORDS = """the of and to in is was for on that with as by at from his her an which are this be it not or were
-    their has had have its one two three four five first after new all also other more into time but when
-    who during would year years they up only there been over some may can city most many state river north
-    south east west between under until known later about such school used both then city world part well
-    since while where these each three being same through early people system number around long made high
-    before name several day became found large team second game small will population church water center
-    century work national common house group family book series season played order area local public began
-    county served based form under member club power line field light model model data energy value market
-    paper music film song album word letter point place room door tree stone iron gold silver wind storm
-    cloud rain snow fire earth ocean island valley mountain forest garden bridge tower castle road street
-    answer question reason result method theory proof number prime factor matrix vector graph signal noise
-    yes no true false because therefore however although perhaps indeed"""
-VOCAB: tuple[str, ...] = tuple(dict.fromkeys(_WORDS.split()))
+VOCAB_FILE = Path(__file__).resolve().parent / "vocab.txt"
+"""The fake tokenizer's words, one per line; the simulator's checkpoint generator writes the same words into
+tokenizer.json (orchestrator/sim/checkpoint.py reads this file)."""
+VOCAB: tuple[str, ...] = tuple(dict.fromkeys(VOCAB_FILE.read_text(encoding="utf-8").split()))
 TOP_CANDIDATES = 20
 _PARAMS = (
     "temperature",

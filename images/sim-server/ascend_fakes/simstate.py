@@ -40,9 +40,8 @@ import hashlib
 import json
 import os
 import re
-import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 STATE = "/var/lib/ascend-sim"
 HARDWARE_JSON = f"{STATE}/hardware.json"
@@ -338,50 +337,3 @@ def compatibility(hw: Hardware | None) -> str:
         return "UNKNOWN"
     lo, hi = rng.group(1), rng.group(2)
     return "OK" if version_key(lo) <= version_key(fw) <= version_key(hi) else "NOK"
-
-
-# ------------------------------------------------------------------ boot hooks (implemented in simboot.py)
-
-
-def apply_pending(kinds: tuple[str, ...] = ("driver", "firmware")) -> list[str]:
-    """ascend-sim-init hook: what a reboot does, pending versions become active; returns the kinds applied."""
-    if TYPE_CHECKING:
-        from orchestrator.sim.fakes import simboot
-    else:
-        import simboot
-    return simboot.apply_pending(kinds)
-
-
-def on_boot() -> None:
-    """ascend-sim-init hook: an installed driver's device nodes exist, the fabric mirror is fresh."""
-    if TYPE_CHECKING:
-        from orchestrator.sim.fakes import simboot
-    else:
-        import simboot
-    simboot.on_boot()
-
-
-def main(argv: list[str]) -> int:
-    cmd = argv[0] if argv else ""
-    if cmd == "apply-pending":
-        print(" ".join(apply_pending()) or "nothing pending")
-    elif cmd == "on-boot":
-        on_boot()
-    elif cmd == "sync-fabric":
-        hw = load_hardware()
-        if hw is None:
-            print(f"no {HARDWARE_JSON}", file=sys.stderr)
-            return 1
-        if TYPE_CHECKING:
-            from orchestrator.sim.fakes import simboot
-        else:
-            import simboot
-        simboot.sync_fabric(hw)
-    else:
-        print("usage: simstate.py apply-pending | on-boot | sync-fabric", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,10 +1,11 @@
 """Build context of the fake vLLM image: ``prepare_build_context(dest)``, then ``docker build dest``.
 
-Layout (mirrors the image, where it lands under /opt/fake-vllm and /usr/local/bin)::
+The server itself is payload, not controller code: it lives in images/fake-vllm/fake_vllm/ and runs only
+inside simulated servers' containers. Layout (mirrors the image, under /opt/fake-vllm and /usr/local/bin)::
 
     dest/Dockerfile        images/fake-vllm/Dockerfile (ARG BASE_IMAGE: the simulator's base image)
     dest/vllm              images/fake-vllm/vllm, the console shim
-    dest/flags.json        the catalog's `vllm serve` flags (flags.write_flags_json)
+    dest/flags.json        the `vllm serve` flag table (fake_vllm_flags.write_flags_json)
     dest/fake_vllm/*.py    the standalone server modules (SERVER_MODULES)
 
 The same directory runs the server without Docker: ``FAKE_VLLM_HOME=dest python3 dest/vllm serve ...``.
@@ -15,12 +16,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from orchestrator.sim.vllm.flags import write_flags_json
+from orchestrator.sim.fake_vllm_flags import write_flags_json
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-IMAGE_DIR = PACKAGE_DIR.parents[2] / "images" / "fake-vllm"
+IMAGE_DIR = Path(__file__).resolve().parents[2] / "images" / "fake-vllm"
+PACKAGE_DIR = IMAGE_DIR / "fake_vllm"
 
-#: Modules copied into the image (standard library only; checked by the tests).
+#: Files copied into the image (modules use the standard library only; checked by the tests).
 SERVER_MODULES: tuple[str, ...] = (
     "__init__.py",
     "api.py",
@@ -35,6 +36,7 @@ SERVER_MODULES: tuple[str, ...] = (
     "server.py",
     "stream.py",
     "vlog.py",
+    "vocab.txt",
 )
 
 

@@ -1,8 +1,8 @@
 """The `vllm serve` flag table of the fake vLLM server, exported from the catalog as JSON.
 
-The fake server (``server.py`` and its sibling modules) runs inside a bare container without this package, so
+The fake server (images/fake-vllm/fake_vllm/) runs inside a bare container without this package, so
 the catalog's knowledge of vLLM's parser is written to ``flags.json`` at image-build time
-(:func:`write_flags_json`, called by :func:`orchestrator.sim.vllm.context.prepare_build_context`).
+(:func:`write_flags_json`, called by :func:`orchestrator.sim.fake_vllm_image.prepare_build_context`).
 
 The catalog lists which long flags exist; how argparse consumes them (no value, one value, several values,
 their type) is not in the catalog, so the small tables below add it. They mirror vLLM's registration:

@@ -10,12 +10,31 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from io import BufferedIOBase
+from typing import Any, Protocol
 
 from .engine import Token
 
-if TYPE_CHECKING:
-    from .api import Handler
+OnToken = Callable[[Token, "str | None", "str | None"], None]
+
+
+class Handler(Protocol):
+    """What a Generation needs of the HTTP handler (api.Handler provides it)."""
+
+    wfile: BufferedIOBase
+
+    def run_one(
+        self, prompt: str, prompt_tokens: int, choice: int, gen: Generation, on_token: OnToken
+    ) -> None: ...
+
+    def _send(self, status: int, body: bytes, ctype: str | None = ...) -> None: ...
+
+    def send_response(self, code: int, message: str | None = ...) -> None: ...
+
+    def send_header(self, keyword: str, value: str) -> None: ...
+
+    def end_headers(self) -> None: ...
 
 
 def dump_json(obj: Any) -> bytes:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import os
 import re
 import stat
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from orchestrator.sim.fakes import simstate
+    from ascend_fakes import simstate
 else:
     import simstate
 
@@ -129,3 +130,26 @@ def fabric() -> dict[str, dict[str, Any]]:
             if isinstance(data, dict):
                 out[name[: -len(".json")]] = data
     return out
+
+
+def main(argv: list[str]) -> int:
+    """`simboot.py apply-pending | on-boot | sync-fabric`: what ascend-sim-init and `sim fault` run."""
+    cmd = argv[0] if argv else ""
+    if cmd == "apply-pending":
+        print(" ".join(apply_pending()) or "nothing pending")
+    elif cmd == "on-boot":
+        on_boot()
+    elif cmd == "sync-fabric":
+        hw = simstate.load_hardware()
+        if hw is None:
+            print(f"no {simstate.HARDWARE_JSON}", file=sys.stderr)
+            return 1
+        sync_fabric(hw)
+    else:
+        print("usage: simboot.py apply-pending | on-boot | sync-fabric", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 _HERE, _ROOT = os.path.dirname(os.path.realpath(__file__)), os.environ.get("ASCEND_SIM_ROOT") or "/"
 sys.path[:0] = [_HERE, f"{_ROOT}/usr/local/Ascend/driver/tools/ascend-sim", "/opt/ascend-sim/fakes"]
 if TYPE_CHECKING:
-    from orchestrator.sim.fakes import npu_smi_info, npu_smi_table, simstate
+    from ascend_fakes import npu_smi_info, npu_smi_table, simstate
 else:
     import npu_smi_info
     import npu_smi_table

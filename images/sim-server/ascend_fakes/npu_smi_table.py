@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from orchestrator.sim.fakes import simstate
+    from ascend_fakes import simstate
 else:
     import simstate
 

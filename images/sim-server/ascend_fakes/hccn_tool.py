@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 _HERE, _ROOT = os.path.dirname(os.path.realpath(__file__)), os.environ.get("ASCEND_SIM_ROOT") or "/"
 sys.path[:0] = [_HERE, f"{_ROOT}/usr/local/Ascend/driver/tools/ascend-sim", "/opt/ascend-sim/fakes"]
 if TYPE_CHECKING:
-    from orchestrator.sim.fakes import simboot, simstate
+    from ascend_fakes import simboot, simstate
 else:
     import simboot
     import simstate

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from orchestrator.sim.fakes import npu_smi_table, simstate
+    from ascend_fakes import npu_smi_table, simstate
 else:
     import npu_smi_table
     import simstate

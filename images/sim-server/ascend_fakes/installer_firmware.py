@@ -13,12 +13,12 @@ import os
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from orchestrator.sim.fakes import simboot, simstate
-    from orchestrator.sim.fakes.installer import Session
+    from ascend_fakes import simboot, simstate
+    from ascend_fakes.install_session import Session
 else:
     import simboot
     import simstate
-    from installer import Session
+    from install_session import Session
 
 TYPES = ("full", "run", "upgrade", "uninstall")
 DONE = "Reboot now or after driver installation for the installation/upgrade to take effect."  # sample 6c
