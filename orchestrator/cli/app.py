@@ -5,22 +5,25 @@ from __future__ import annotations
 import json
 import os
 import sys
+from enum import StrEnum
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from orchestrator.cli import exits
+from orchestrator.cli.findings_json import result_json
 from orchestrator.cli.output import console, print_findings, print_plan, summary_line
 from orchestrator.cli.sim_cmds import sim_app
-from orchestrator.cli.sites import SiteNotFound, example_sites, resolve_site
+from orchestrator.cli.sites import ROOT_ENV, SiteNotFound, example_sites, resolve_site, set_root
 from orchestrator.planning.phases import plan_phases
-from orchestrator.render import render
+from orchestrator.render import render, render_texts
 from orchestrator.spec.docs import spec_reference
 from orchestrator.spec.site import SiteSpec
 from orchestrator.validation import ValidationResult, validate_file
 
-EXIT_INVALID = 2
-EXIT_USAGE = 64
+EXIT_INVALID = exits.INVALID_SPEC
 
 app = typer.Typer(
     add_completion=False,
@@ -31,6 +34,43 @@ app = typer.Typer(
 
 app.add_typer(sim_app, name="sim")
 
+
+def _version() -> str:
+    try:
+        return version("ascend-orchestrator")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        print(f"orchestrator {_version()}")
+        raise typer.Exit(exits.OK)
+
+
+@app.callback()
+def _global(
+    root: Annotated[
+        Path | None,
+        typer.Option(
+            "--root",
+            envvar=ROOT_ENV,
+            help="Project root holding inventories/ and .orchestrator/ (default: the nearest folder at or "
+            "above the current one that has inventories/).",
+        ),
+    ] = None,
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", callback=_show_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
+    set_root(root)
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+
 SiteArg = Annotated[str, typer.Argument(help="Site spec file, a folder with site.yaml, or a site name.")]
 
 
@@ -39,7 +79,7 @@ def _load(site: str) -> ValidationResult:
         path = resolve_site(site)
     except SiteNotFound as exc:
         console(stderr=True).print(str(exc), markup=False)
-        raise typer.Exit(EXIT_USAGE) from None
+        raise typer.Exit(exits.NO_SITE) from None
     return validate_file(path)
 
 
@@ -54,9 +94,18 @@ def _report(result: ValidationResult, quiet: bool = False) -> None:
 
 
 @app.command()
-def validate(site: SiteArg, quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False) -> None:
+def validate(
+    site: SiteArg,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    fmt: Annotated[
+        Format, typer.Option("--format", help="text (people) or json (tools: every finding, no plan).")
+    ] = Format.text,
+) -> None:
     """Check the spec (structure, cross-field rules, capacity) and print the derived plan."""
     result = _load(site)
+    if fmt is Format.json:
+        print(result_json(result))
+        raise typer.Exit(exits.OK if result.ok else EXIT_INVALID)
     _report(result, quiet)
     if not quiet and result.plan is not None:
         print_plan(console(), result.plan)
@@ -80,7 +129,8 @@ def phases(site: SiteArg) -> None:
     """Print the phases an apply runs, the hosts each touches and what it does there."""
     result = _load(site)
     _report(result, quiet=True)
-    assert result.spec is not None and result.plan is not None
+    if result.spec is None or result.plan is None:  # _report exits on an invalid spec
+        raise typer.Exit(EXIT_INVALID)
     out = console()
     for i, ph in enumerate(plan_phases(result.spec, result.plan), 1):
         hosts = ", ".join(ph.hosts) if ph.hosts else "skipped"
@@ -116,12 +166,16 @@ def docs(
 
 @app.command()
 def examples(
+    write: Annotated[
+        bool, typer.Option("--write", help="Re-render the committed inventories in place (deliberate).")
+    ] = False,
     out: Annotated[
-        Path | None, typer.Option(help="Render into OUT/<site>/ instead of beside each spec.")
+        Path | None, typer.Option(help="Render into OUT/<site>/ instead (nothing committed changes).")
     ] = None,
 ) -> None:
-    """Validate and render every site under inventories/, then print each one's phases."""
-    failed = 0
+    """Validate every site under inventories/, print its plan and phases, and check that its committed
+    inventory is what render writes today (exit 1 when stale). Writes nothing unless --write or --out."""
+    failed = stale = 0
     for path in example_sites():
         result = validate_file(path)
         con = console()
@@ -131,23 +185,58 @@ def examples(
             failed += 1
             con.print(summary_line(result), markup=False)
             continue
-        target = out / path.parent.name if out else path.parent
-        written = render(result, target)
         print_plan(con, result.plan)
-        con.print(f"rendered {len(written)} files into {target}; phases:", markup=False)
+        if write or out is not None:
+            target = out / path.parent.name if out else path.parent
+            written = render(result, target)
+            con.print(f"rendered {len(written)} files into {target}", markup=False)
+        else:
+            changed = _stale_files(path.parent, render_texts(result))
+            if changed:
+                stale += 1
+                con.print(
+                    f"STALE: {', '.join(changed)} differ from what render writes; review the change, then "
+                    "run `orchestrator examples --write`",
+                    markup=False,
+                )
+            else:
+                con.print("committed inventory is up to date", markup=False)
+        con.print("phases:", markup=False)
         for i, ph in enumerate(plan_phases(result.spec, result.plan), 1):
             con.print(
                 f"  {i:>2}. {ph.name:<10} [{', '.join(ph.hosts) or 'skipped'}] {ph.summary}", markup=False
             )
     if failed:
         raise typer.Exit(EXIT_INVALID)
+    if stale:
+        raise typer.Exit(1)
 
 
-def main() -> None:
+def _stale_files(folder: Path, texts: dict[str, str]) -> list[str]:
+    out = []
+    for rel, text in sorted(texts.items()):
+        target = folder / rel
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            out.append(rel)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI with the documented exit codes (orchestrator/cli/exits.py); never a stack trace."""
     try:
-        app()
-    except KeyboardInterrupt:
-        sys.exit(130)
+        rc = app(args=argv, prog_name="orchestrator", standalone_mode=False)
+    except typer.TyperException as exc:  # a bad command line (typer's usage errors), shown with the usage
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show()
+        else:
+            print(f"orchestrator: {exc.format_message()}", file=sys.stderr)
+        sys.exit(exits.USAGE)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        print("orchestrator: interrupted", file=sys.stderr)
+        sys.exit(exits.INTERRUPTED)
     except Exception as exc:  # a user never sees a stack trace unless they ask for it
         if os.environ.get("ORCHESTRATOR_DEBUG"):
             raise
@@ -156,7 +245,8 @@ def main() -> None:
             "This is a bug; run again with ORCHESTRATOR_DEBUG=1 for the traceback and report it.",
             file=sys.stderr,
         )
-        sys.exit(70)
+        sys.exit(exits.INTERNAL)
+    sys.exit(rc if isinstance(rc, int) else exits.OK)
 
 
 if __name__ == "__main__":

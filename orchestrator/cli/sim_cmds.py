@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from orchestrator.cli.output import console
+from orchestrator.cli.sites import project_root
 
 if TYPE_CHECKING:
     from orchestrator.sim.faults import Server
@@ -54,7 +55,7 @@ DEFAULT_NAME = "sim"
 
 
 def _root() -> Path:
-    return Path.cwd()
+    return project_root()
 
 
 def _say(msg: str) -> None:

@@ -52,10 +52,10 @@ def test_invalid_spec_exits_2_with_positions_and_writes_nothing(tmp_path: Path) 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["site.yaml"]
 
 
-def test_unknown_site_is_a_usage_error() -> None:
+def test_unknown_site_exits_66() -> None:
     out = run("validate", "no-such-site")
-    assert out.returncode == 64
-    assert "no site spec at 'no-such-site'" in out.stderr and "Known sites: " in out.stderr
+    assert out.returncode == 66
+    assert "no site spec at 'no-such-site'" in out.stderr and "Known sites under " in out.stderr
 
 
 def test_render_writes_beside_the_spec_and_is_repeatable(tmp_path: Path) -> None:

@@ -1,0 +1,12 @@
+"""Exit codes of `orchestrator` (documented in the README; scripts and schedulers rely on them)."""
+
+from __future__ import annotations
+
+OK = 0
+INVALID_SPEC = 2  # the spec is invalid: nothing was written, no host was touched
+HOSTS_FAILED = 3  # a host failed (apply), or drift was found (drift)
+HOSTS_UNREACHABLE = 4  # a host could not be reached
+USAGE = 64  # bad command line (EX_USAGE)
+NO_SITE = 66  # no such site or spec file (EX_NOINPUT)
+INTERNAL = 70  # a bug in orchestrator (EX_SOFTWARE)
+INTERRUPTED = 130  # SIGINT / SIGTERM

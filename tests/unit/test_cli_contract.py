@@ -1,0 +1,119 @@
+"""The command-line contract scripts rely on: exit codes, --version, --root, JSON findings, what `validate`
+loads, and that `examples` only writes when asked."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import ROOT, load_example, to_yaml
+
+EXAMPLE = "a2-single-distill"
+
+
+def run(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_version_prints_the_installed_version() -> None:
+    from importlib.metadata import version
+
+    out = run("--version")
+    assert out.returncode == 0
+    assert out.stdout.strip() == f"orchestrator {version('ascend-orchestrator')}"
+
+
+def test_usage_errors_exit_64_without_a_traceback() -> None:
+    for args in (("validate", "--no-such-option", EXAMPLE), ("validate",), ("no-such-command",), ()):
+        out = run(*args)
+        assert out.returncode == 64, (args, out.returncode, out.stderr)
+        assert "Traceback" not in out.stderr
+    assert "No such option: --no-such-option" in run("validate", "--no-such-option", EXAMPLE).stderr
+
+
+def test_missing_spec_file_exits_66(tmp_path: Path) -> None:
+    out = run("validate", str(tmp_path / "nowhere.yaml"))
+    assert out.returncode == 66
+    assert "no site spec at" in out.stderr and "Fix:" in out.stderr
+
+
+def test_root_option_and_environment_variable_locate_sites(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    shutil.copytree(ROOT / "inventories" / EXAMPLE, root / "inventories" / EXAMPLE)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert run("validate", "-q", EXAMPLE, cwd=elsewhere).returncode == 66
+    assert run("--root", str(root), "validate", "-q", EXAMPLE, cwd=elsewhere).returncode == 0
+    by_env = run("validate", "-q", EXAMPLE, cwd=elsewhere, env={"ORCHESTRATOR_ROOT": str(root)})
+    assert by_env.returncode == 0, by_env.stderr
+    # from a folder below the root, the root is found by walking up
+    deep = root / "inventories" / EXAMPLE / "host_vars"
+    assert run("validate", "-q", EXAMPLE, cwd=deep).returncode == 0
+
+
+def test_validate_json_lists_every_finding_with_its_position(tmp_path: Path) -> None:
+    data = load_example(EXAMPLE)
+    data["serving"]["parallelism"]["tp"] = 3
+    data["sevrers"] = data.pop("servers")
+    spec = tmp_path / "site.yaml"
+    text = to_yaml(data)
+    spec.write_text(text)
+    out = run("validate", "--format", "json", str(spec))
+    assert out.returncode == 2
+    doc = json.loads(out.stdout)
+    assert doc["valid"] is False and doc["file"] == str(spec)
+    assert doc["errors"] == len([f for f in doc["findings"] if f["severity"] == "error"]) >= 1
+    unknown = next(f for f in doc["findings"] if f["path"] == "sevrers")
+    line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith("sevrers:"))
+    assert (unknown["line"], unknown["col"]) == (line, 1)
+    assert unknown["code"] == "unknown-key" and "did you mean 'servers'?" in unknown["fix"]
+    ok = json.loads(run("validate", "--format", "json", EXAMPLE).stdout)
+    assert ok["valid"] is True and ok["errors"] == 0 and len(ok["spec_sha256"]) == 64
+
+
+def test_validate_does_not_load_docker_or_the_simulator() -> None:
+    probe = (
+        "import sys\n"
+        "from orchestrator.cli.app import main\n"
+        "try:\n"
+        f"    main(['validate', '-q', '{EXAMPLE}'])\n"
+        "except SystemExit as e:\n"
+        "    assert e.code == 0, e.code\n"
+        "bad = sorted(m for m in sys.modules\n"
+        "             if m.split('.')[0] == 'docker' or m.startswith('orchestrator.sim'))\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_examples_writes_nothing_and_reports_a_stale_inventory(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "inventories" / EXAMPLE, tmp_path / "inventories" / EXAMPLE)
+    folder = tmp_path / "inventories" / EXAMPLE
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    fresh = run("--root", str(tmp_path), "examples")
+    assert fresh.returncode == 0, fresh.stderr
+    assert "committed inventory is up to date" in fresh.stdout
+    hosts = folder / "hosts.yml"
+    hosts.write_text(hosts.read_text() + "# hand edit\n")
+    stale = run("--root", str(tmp_path), "examples")
+    assert stale.returncode == 1
+    assert "STALE: hosts.yml" in stale.stdout and "orchestrator examples --write" in stale.stdout
+    assert hosts.read_text().endswith("# hand edit\n"), "examples must not rewrite without --write"
+    assert run("--root", str(tmp_path), "examples", "--write").returncode == 0
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
