@@ -160,7 +160,8 @@ def build_base(cli: Any, *, workdir: Path | None = None) -> str:
         tar = subprocess.Popen(
             ["tar", "-C", str(rootfs), "--numeric-owner", "-c", "."], stdout=subprocess.PIPE
         )
-        assert tar.stdout is not None
+        if tar.stdout is None:  # Popen with stdout=PIPE always has it; keeps the type checker honest
+            raise ImageError("tar of the base tree gave no output stream. Fix: run again.")
         try:
             cli.api.import_image(
                 src=tar.stdout,

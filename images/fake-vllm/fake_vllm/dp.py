@@ -125,7 +125,8 @@ class Head:
             self._sock.close()
 
     def _accept_loop(self) -> None:
-        assert self._sock is not None
+        if self._sock is None:  # listen() opens it before this thread starts
+            return
         while not self.stop.is_set():
             try:
                 client, peer = self._sock.accept()
