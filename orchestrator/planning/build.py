@@ -15,11 +15,10 @@ from orchestrator.planning.resolve import (
     resolve_profile,
     served_name,
 )
+from orchestrator.planning.serve_args import RAY_GCS_PORT
 from orchestrator.planning.topology import plan_replica
 from orchestrator.spec.findings import Finding, SpecPath, error
 from orchestrator.spec.site import SiteSpec
-
-RAY_PORT = 6379
 
 
 def stack_plan(spec: SiteSpec) -> StackPlan:
@@ -121,7 +120,7 @@ def _ports(
             )
         if rep.mode == "ray":
             claims[rep.head.server].append(
-                (RAY_PORT, f"replica {rep.name} Ray head", ("serving", "replicas", r))
+                (RAY_GCS_PORT, f"replica {rep.name} Ray head", ("serving", "replicas", r))
             )
     mon = mon_cfg.host or next((s.name for s in spec.servers if "monitoring" in s.roles), None)
     if mon_cfg.enabled and mon:

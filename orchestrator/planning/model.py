@@ -59,6 +59,11 @@ class MemberPlan:
     dp_start_rank: int
     args: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
+    # Ray replicas only: this node's `ray start` argv (after the `ray` command) and the IP it registers
+    # with. The head runs it, then `vllm` + args in the same container; a worker runs only `ray start`
+    # (args is empty: no `vllm serve` on Ray workers). docs/ray.md.
+    ray_start_args: tuple[str, ...] = ()
+    ray_node_ip: str | None = None
 
     @property
     def visible_devices(self) -> str:
@@ -81,6 +86,7 @@ class ReplicaPlan:
     members: tuple[MemberPlan, ...]
     capacity: Capacity
     startup_timeout_s: int
+    ray_address: str | None = None  # Ray replicas: the head's GCS address "ip:port"
 
     @property
     def world_size(self) -> int:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 from orchestrator.spec.serving import Hccl, Serving
+
+RAY_GCS_PORT = 6379
+"""The Ray head's GCS port: Ray's default for `ray start --head`, the vllm-ascend recipe's `head:6379`."""
 
 DERIVED_ENV = frozenset(
     {
@@ -22,6 +27,7 @@ DERIVED_ENV = frozenset(
         "LCCL_DETERMINISTIC",
         "VLLM_API_KEY",
         "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES",
+        "VLLM_HOST_IP",
     }
 )
 """Environment variables the plan sets itself; the spec may not set them in serving.env."""
@@ -142,7 +148,39 @@ def member_env(
             env["HCCL_DETERMINISTIC"] = "true"
             env["LCCL_DETERMINISTIC"] = "1"
     if ray:
+        # vllm-ascend tutorials/features/ray.md: set before `ray start` on every node, so Ray leaves the
+        # node's ASCEND_RT_VISIBLE_DEVICES to vLLM. VLLM_HOST_IP: vLLM asks the placement group for a
+        # bundle on node:<VLLM_HOST_IP>, which must be the IP the node registered with Ray
+        # (vllm/v1/executor/ray_utils.py, "make sure the IP addresses used by ray cluster are the same as
+        # VLLM_HOST_IP"); both are this node's HCCL_IF_IP, the recipe's {local_ip}.
         env["RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES"] = "1"
+        env["VLLM_HOST_IP"] = if_ip
     for key in sorted(extra):
         env[key] = extra[key]
     return list(env.items())
+
+
+def ray_start_args(
+    *, head: bool, node_ip: str, head_ip: str, npus: int, port: int = RAY_GCS_PORT
+) -> list[str]:
+    """`ray start` argv (after the `ray` command) for one node of a Ray replica.
+
+    vllm-ascend tutorials/features/ray.md: `ray start --head` on the head, `ray start
+    --address='{head_node_ip}:6379' --node-ip-address={local_ip}` on each worker. Added here:
+    - `--node-ip-address` on the head too: Ray otherwise guesses the IP from the default route, and the
+      workers and vLLM's placement group (node:<VLLM_HOST_IP>) must see the same one;
+    - `--resources '{"NPU": N}'`: the NPU count this node offers. vllm-ascend asks Ray for the "NPU"
+      resource (vllm_ascend/platform.py ray_device_key); Ray would detect it with AscendCL or by globbing
+      /dev/davinci? (ray/_private/accelerators/npu.py, single-digit devices only), capped by the
+      ASCEND_RT_VISIBLE_DEVICES mask. Given explicitly, Ray checks it against the mask and refuses more
+      ("Attempting to start raylet with N NPU, but ASCEND_RT_VISIBLE_DEVICES contains [...]").
+    - `--disable-usage-stats`: no usage report from servers that are often offline;
+    - `--block` on workers: `ray start` is the worker container's only process and keeps it alive. The head
+      returns after starting Ray, then runs `vllm serve` in the same container (its driver finds the
+      local Ray through /tmp/ray, as in the recipe).
+    """
+    args = ["start", "--head", "--port", str(port)] if head else ["start", "--address", f"{head_ip}:{port}"]
+    args += ["--node-ip-address", node_ip, "--resources", json.dumps({"NPU": npus}), "--disable-usage-stats"]
+    if not head:
+        args.append("--block")
+    return args

@@ -213,11 +213,14 @@ def plan_replica(
         trust_remote_code=spec.model.trust_remote_code,
         backend=backend,
     )
+    ray = layout.mode == "ray"
+    head_ip = _control_ip(head)
+    ray_address = f"{head_ip}:{serve_args.RAY_GCS_PORT}" if ray else None
     plans: list[MemberPlan] = []
     for rank, member in enumerate(members):
         headless = rank > 0
         args: list[str] = []
-        if layout.mode != "ray" or not headless:
+        if not ray or not headless:
             args = list(engine)
             if not headless:
                 args += serve_args.api_args(str(member.address), port, served_name(spec.model))
@@ -230,17 +233,21 @@ def plan_replica(
                     headless=headless,
                 )
             args += spec.serving.extra_args
-        ov = member.overrides
         env = serve_args.member_env(
             devices=layout.devices,
             world_size=par.tp * par.pp * par.dp,
             hccl=hccl,
-            if_ip=str(ov.hccl_if_ip or member.address),
-            socket_ifname=ov.socket_ifname,
-            ray=layout.mode == "ray",
+            if_ip=_control_ip(member),
+            socket_ifname=member.overrides.socket_ifname,
+            ray=ray,
             extra=spec.serving.env,
         )
-        role: MemberRole = "head" if not headless else ("ray-worker" if layout.mode == "ray" else "headless")
+        role: MemberRole = "head" if not headless else ("ray-worker" if ray else "headless")
+        ray_start: list[str] = []
+        if ray:
+            ray_start = serve_args.ray_start_args(
+                head=not headless, node_ip=_control_ip(member), head_ip=head_ip, npus=len(layout.devices)
+            )
         plans.append(
             MemberPlan(
                 server=member.name,
@@ -252,6 +259,8 @@ def plan_replica(
                 dp_start_rank=rank * layout.dp_local,
                 args=tuple(args),
                 env=tuple(env),
+                ray_start_args=tuple(ray_start),
+                ray_node_ip=_control_ip(member) if ray else None,
             )
         )
     weights_per_server = capacity.weights_gib * len(layout.devices)
@@ -273,8 +282,15 @@ def plan_replica(
         members=tuple(plans),
         capacity=capacity,
         startup_timeout_s=timeout,
+        ray_address=ray_address,
     )
     return plan, findings
+
+
+def _control_ip(member: Server) -> str:
+    """The node's IP for HCCL_IF_IP and, on Ray, for `ray start --node-ip-address` and VLLM_HOST_IP (the
+    vllm-ascend Ray recipe uses its {local_ip} for all three): overrides.hccl_if_ip, else the address."""
+    return str(member.overrides.hccl_if_ip or member.address)
 
 
 def _capacity_findings(

@@ -4,7 +4,8 @@ Layout written by the renderer:
   hosts.yml               groups only (npu, build, gateway, monitoring, replica_<name>, rollout_<group>)
   group_vars/all.yml      site-wide settings (SSH, versions, model, rollout, monitoring, drift)
   group_vars/npu.yml      host-layer settings shared by NPU servers (packages, tuning, HCCN options)
-  host_vars/<host>.yml    everything per host: address, chip, HCCN addresses, serving instances
+  host_vars/<host>.yml    everything per host: address, chip, HCCN addresses, serving instances (a Ray
+                          replica's members also carry `ray`: GCS address, NPUs, `ray start` argv)
 Secrets stay references ('env:NAME' / 'file:PATH'); roles resolve them on the controller at run time.
 """
 
@@ -168,9 +169,20 @@ def _npu_vars(spec: SiteSpec) -> dict[str, Any]:
     }
 
 
+def _ray(rep: ReplicaPlan, m: MemberPlan) -> dict[str, Any]:
+    """What a Ray member runs besides (head) or instead of (worker) `vllm serve` (docs/ray.md)."""
+    return {
+        "gcs_address": rep.ray_address,
+        "node_ip_address": m.ray_node_ip,
+        "npus": len(m.devices),
+        "cluster_npus": rep.tp * rep.pp,
+        "start_args": list(m.ray_start_args),
+    }
+
+
 def _instance(spec: SiteSpec, plan: SitePlan, rep: ReplicaPlan, m: MemberPlan, chip: str) -> dict[str, Any]:
     image = plan.image_for(chip)
-    return {
+    out = {
         "replica": rep.name,
         "group": rep.group,
         "role": m.role,
@@ -188,6 +200,9 @@ def _instance(spec: SiteSpec, plan: SitePlan, rep: ReplicaPlan, m: MemberPlan, c
         "env": dict(m.env),
         "startup_timeout_s": rep.startup_timeout_s,
     }
+    if rep.mode == "ray":
+        out["ray"] = _ray(rep, m)
+    return out
 
 
 def _host_vars(spec: SiteSpec, plan: SitePlan, host: HostPlan) -> dict[str, Any]:

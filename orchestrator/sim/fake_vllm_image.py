@@ -4,7 +4,7 @@ The server itself is payload, not controller code: it lives in images/fake-vllm/
 inside simulated servers' containers. Layout (mirrors the image, under /opt/fake-vllm and /usr/local/bin)::
 
     dest/Dockerfile        images/fake-vllm/Dockerfile (ARG BASE_IMAGE: the simulator's base image)
-    dest/vllm              images/fake-vllm/vllm, the console shim
+    dest/vllm, dest/ray    images/fake-vllm/vllm and ray, the console shims (`vllm serve`, `ray start`)
     dest/flags.json        the `vllm serve` flag table (fake_vllm_flags.write_flags_json)
     dest/fake_vllm/*.py    the standalone server modules (SERVER_MODULES)
 
@@ -33,16 +33,22 @@ SERVER_MODULES: tuple[str, ...] = (
     "metrics.py",
     "model.py",
     "procs.py",
+    "raycli.py",
+    "rayexec.py",
+    "raygcs.py",
+    "raynode.py",
     "server.py",
     "stream.py",
     "vlog.py",
     "vocab.txt",
+    "wire.py",
 )
+SHIMS: tuple[str, ...] = ("vllm", "ray")
 
 
 def prepare_build_context(dest: Path) -> Path:
     """Assemble the build context in ``dest`` (created; an earlier ``fake_vllm/`` is replaced); return it."""
-    for name in ("Dockerfile", "vllm"):
+    for name in ("Dockerfile", *SHIMS):
         if not (IMAGE_DIR / name).is_file():
             raise FileNotFoundError(
                 f"{IMAGE_DIR / name} is missing: the fake vLLM image sources are not here"
@@ -55,7 +61,8 @@ def prepare_build_context(dest: Path) -> Path:
     for module in SERVER_MODULES:
         shutil.copyfile(PACKAGE_DIR / module, package / module)
     shutil.copyfile(IMAGE_DIR / "Dockerfile", dest / "Dockerfile")
-    shutil.copyfile(IMAGE_DIR / "vllm", dest / "vllm")
-    (dest / "vllm").chmod(0o755)
+    for shim in SHIMS:
+        shutil.copyfile(IMAGE_DIR / shim, dest / shim)
+        (dest / shim).chmod(0o755)
     write_flags_json(dest / "flags.json")
     return dest

@@ -62,8 +62,9 @@ def parse_mask(mask: str | None) -> list[int]:
     return devices
 
 
-def check_devices(mask: str | None, dev_dir: Path, needed: int, needed_why: str) -> list[int]:
-    """The visible physical NPU indices, or :class:`DeviceError` naming the mask and the problem."""
+def check_devices(mask: str | None, dev_dir: Path, needed: int | None, needed_why: str) -> list[int]:
+    """The visible physical NPU indices, or :class:`DeviceError` naming the mask and the problem. ``needed``
+    None: any number (a Ray driver's node offers its NPUs to the cluster; Ray counts the world)."""
     devices = parse_mask(mask)
     given = given_devices(dev_dir)
     shown = ", ".join(f"davinci{n}" for n in given) or "none"
@@ -83,7 +84,7 @@ def check_devices(mask: str | None, dev_dir: Path, needed: int, needed_why: str)
                 "--device /dev/devmm_svm --device /dev/hisi_hdc besides the NPUs "
                 f"(ASCEND_RT_VISIBLE_DEVICES={mask}). drvMngGetConsoleLogLevel failed, aclInit error 507033",
             )
-    if len(devices) != needed:
+    if needed is not None and len(devices) != needed:
         raise DeviceError(
             "RuntimeError",
             f"ASCEND_RT_VISIBLE_DEVICES={mask} makes {len(devices)} NPU(s) visible, but {needed_why} = "

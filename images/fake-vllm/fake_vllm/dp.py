@@ -18,55 +18,16 @@ established head it reconnects for FAKE_VLLM_DP_LOST_TIMEOUT_S (default 60) seco
 
 from __future__ import annotations
 
-import contextlib
-import json
 import socket
 import threading
 import time
 from typing import Any
 
 from . import vlog
+from .wire import JsonConn as _Conn
 
 _SRC_HEAD = "utils.py:807"
 _SRC_HEADLESS = "serve.py:203"
-
-
-class _Conn:
-    """A TCP connection carrying JSON lines."""
-
-    def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self._buf = b""
-        self._lock = threading.Lock()
-
-    def send(self, msg: dict[str, Any]) -> None:
-        with self._lock:
-            self.sock.sendall((json.dumps(msg) + "\n").encode())
-
-    def recv(self, timeout: float) -> list[dict[str, Any]]:
-        """Messages that arrived within ``timeout`` (maybe none); ConnectionError on EOF."""
-        self.sock.settimeout(timeout)
-        try:
-            data = self.sock.recv(65536)
-        except TimeoutError:
-            return []
-        if not data:
-            raise ConnectionError("connection closed by peer")
-        self._buf += data
-        out = []
-        while b"\n" in self._buf:
-            line, self._buf = self._buf.split(b"\n", 1)
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(msg, dict):
-                out.append(msg)
-        return out
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.close()
 
 
 class Head:

@@ -9,7 +9,10 @@ Standard library only (copied into the fake vLLM image as package ``fake_vllm``;
 3. a multi-node head (``--data-parallel-size`` > ``--data-parallel-size-local``, no ``--headless``) binds
    ``--data-parallel-address:--data-parallel-rpc-port`` for its headless ranks (``dp``);
 4. records its NPU processes for the fake npu-smi (``procs``) and "loads" the weights: reads and hashes every
-   shard, paced to ``FAKE_VLLM_LOAD_MB_S`` plus ``FAKE_VLLM_INIT_S``, with vLLM-like log lines;
+   shard, paced to ``FAKE_VLLM_LOAD_MB_S`` plus ``FAKE_VLLM_INIT_S``, with vLLM-like log lines. With
+   ``--distributed-executor-backend ray`` it first joins the fake Ray cluster (``ray`` command, ``raycli``)
+   and waits for a placement group of tp x pp NPUs across its nodes (``rayexec``); the nodes list the
+   worker processes, and a worker node lost while serving ends the server (EngineDeadError);
 5. head: binds the API port only now (as uvicorn starts after the engine) and serves (``api``); /health is
    503 until every remote DP rank has joined. Headless: joins the head, serves no HTTP, exits 1 when the head
    is gone for good;
@@ -34,6 +37,8 @@ Environment:
   FAKE_VLLM_INIT_S                fixed engine start-up time in seconds (default 2)
   FAKE_VLLM_TOKEN_MS              time per generated token after the first (default 2)
   FAKE_VLLM_DP_HEARTBEAT_S, FAKE_VLLM_DP_CONNECT_TIMEOUT_S, FAKE_VLLM_DP_LOST_TIMEOUT_S   see dp.py
+  FAKE_VLLM_RAY_PG_TIMEOUT_S      placement group wait with the Ray backend (default 1800); RAY_ADDRESS,
+                                  RAY_TMPDIR, VLLM_HOST_IP as Ray and vLLM read them (rayexec.py)
   FAKE_VLLM_VERSION               version reported by --version and /version (default: the flag table's)
 """
 
@@ -50,11 +55,12 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 
-from . import cli, devices, dp, model, procs, vlog
+from . import cli, devices, dp, model, procs, rayexec, vlog
 from .api import Service, make_handler
 from .engine import Generator
 from .faults import FaultSource
 from .metrics import Metrics
+from .raynode import RayError
 
 GIB = 1 << 30
 ROUTES = ("/health", "/ping", "/version", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions")
@@ -87,6 +93,8 @@ class Server:
         )
         self.head: dp.Head | None = None
         self.httpd: _HTTPServer | None = None
+        self.ray: rayexec.Session | None = None
+        self.ray_backend = cfg.raw.get("distributed_executor_backend") == "ray"
 
     # --- start-up checks ------------------------------------------------------------------------------
     def _check(self) -> tuple[model.ModelLayout, list[int], int]:
@@ -121,7 +129,7 @@ class Server:
                 f"than the derived max_model_len (max_position_embeddings={derived} in model's "
                 "config.json). Make sure the value is correct and within the model context size.",
             )
-        needed = cfg.tp * cfg.pp * cfg.local_dp
+        needed = None if self.ray_backend else cfg.tp * cfg.pp * cfg.local_dp
         why = (
             f"tensor_parallel_size {cfg.tp} x pipeline_parallel_size {cfg.pp} x "
             f"data_parallel_size_local {cfg.local_dp}"
@@ -209,18 +217,29 @@ class Server:
             cfg.tp * cfg.pp,
             cfg.gpu_memory_utilization,
         )
-        self.table.register(npus, procs.worker_name(cfg.tp), memory)
+        gmu = cfg.gpu_memory_utilization
         try:
+            if self.ray_backend:  # the Ray nodes list the worker processes of the placement group
+                worker = {"weight_bytes": layout.tensor_bytes, "gpu_memory_utilization": gmu}
+                self.ray = rayexec.start(self.env, cfg.tp, cfg.pp, worker, self.stop)
+                if self.ray is None:
+                    return self._shutdown(0)
+            else:
+                self.table.register(npus, procs.worker_name(cfg.tp), memory)
             digest = self._load(layout)
             if digest is None:
                 return self._shutdown(0)
             if cfg.headless:
                 return self._run_headless(digest, heartbeat)
             return self._run_head(digest, max_model_len, local)
+        except RayError as exc:
+            return vlog.fatal(exc.exc_type, exc.message, "vllm/vllm/v1/executor/ray_utils.py")
         finally:
             self.table.unregister()
             if self.head is not None:
                 self.head.close()
+            if self.ray is not None:
+                self.ray.close()
 
     def _monitor(
         self, healthy_since: Callable[[], float | None], alive: Callable[[], int | None]
@@ -341,7 +360,7 @@ class Server:
                 healthy_at.append(time.monotonic())
             return healthy_at[0] if healthy_at else None
 
-        status = self._monitor(since, lambda: None)
+        status = self._monitor(since, lambda: rayexec.lost_status(self.ray))
         return self._shutdown(0) if status is None else status
 
     def _shutdown(self, status: int) -> int:

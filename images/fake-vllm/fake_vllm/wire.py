@@ -1,0 +1,66 @@
+"""JSON lines over TCP: the simulator's stand-in for vLLM's ZMQ handshake and Ray's gRPC (``dp``, ``ray*``).
+
+One JSON object per line; :meth:`JsonConn.recv` returns the objects that arrived within a timeout and
+raises ``ConnectionError`` on EOF. ``send`` may be called from several threads; ``recv`` from one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+from typing import Any
+
+
+class JsonConn:
+    """A TCP connection carrying JSON lines."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self._buf = b""
+        self._lock = threading.Lock()
+
+    @classmethod
+    def connect(cls, host: str, port: int, timeout: float = 2.0) -> JsonConn:
+        return cls(socket.create_connection((host, port), timeout=timeout))
+
+    def send(self, msg: dict[str, Any]) -> None:
+        with self._lock:
+            self.sock.sendall((json.dumps(msg) + "\n").encode())
+
+    def recv(self, timeout: float) -> list[dict[str, Any]]:
+        """Messages that arrived within ``timeout`` (maybe none); ConnectionError on EOF."""
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(65536)
+        except TimeoutError:
+            return []
+        if not data:
+            raise ConnectionError("connection closed by peer")
+        self._buf += data
+        out = []
+        while b"\n" in self._buf:
+            line, self._buf = self._buf.split(b"\n", 1)
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict):
+                out.append(msg)
+        return out
+
+    def request(self, msg: dict[str, Any], reply_type: str, timeout: float = 10.0) -> dict[str, Any]:
+        """Send ``msg`` and wait for the first reply of ``reply_type`` (others are dropped)."""
+        self.send(msg)
+        waited = 0.0
+        while waited < timeout:
+            for reply in self.recv(0.5):
+                if reply.get("type") == reply_type:
+                    return reply
+            waited += 0.5
+        raise ConnectionError(f"no '{reply_type}' reply within {timeout:g} s")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
