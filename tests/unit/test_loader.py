@@ -335,7 +335,7 @@ def test_cli_on_a_missing_file_names_the_paths_it_tried(tmp_path: Path) -> None:
         timeout=120,
         check=False,
     )
-    assert proc.returncode == 64
+    assert proc.returncode == 66
     assert f"no site spec at '{missing}'" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout
 
