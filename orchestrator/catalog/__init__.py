@@ -22,21 +22,24 @@ from orchestrator.catalog.chips import (
     validate_chips,
 )
 from orchestrator.catalog.flags import RemovedFlag, canonical_flag, removed_flag, suggest_flag, validate_flags
-from orchestrator.catalog.matrix import (
+from orchestrator.catalog.hdk import (
     CannRequirement,
     DriverSeries,
-    VllmAscendRelease,
+    FirmwareLine,
+    HdkTable,
     cann_requirement,
     driver_series,
     firmware_compatible,
+    firmware_line,
     full_graph_min_driver,
-    get_release,
     min_driver_for_cann,
+    pair_problem,
     validate_hdk,
-    validate_releases,
 )
+from orchestrator.catalog.matrix import VllmAscendRelease, get_release, validate_releases
 from orchestrator.catalog.models import ModelArch, get_model, validate_models
 from orchestrator.catalog.modules import known_module, unknown_options, validate_modules
+from orchestrator.catalog.ranges import VersionRanges, at_least, parse_ranges, parse_version_info
 from orchestrator.catalog.version import Version
 
 if TYPE_CHECKING:
@@ -92,22 +95,30 @@ __all__ = [
     "ChipFacts",
     "ChipFamily",
     "DriverSeries",
+    "FirmwareLine",
+    "HdkTable",
     "ModelArch",
     "RemovedFlag",
     "Version",
+    "VersionRanges",
     "VllmAscendRelease",
+    "at_least",
     "cann_requirement",
     "canonical_flag",
     "chips_for_pci_device",
     "chips_of_family",
     "driver_series",
     "firmware_compatible",
+    "firmware_line",
     "full_graph_min_driver",
     "get_chip",
     "get_model",
     "get_release",
     "known_module",
     "min_driver_for_cann",
+    "pair_problem",
+    "parse_ranges",
+    "parse_version_info",
     "removed_flag",
     "suggest_flag",
     "unknown_options",

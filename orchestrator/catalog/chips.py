@@ -13,6 +13,7 @@ ChipFamily = Literal["910b", "910_93", "310p"]
 CHIP_FAMILIES: tuple[ChipFamily, ...] = ("910b", "910_93", "310p")
 OS_DISTROS = ("ubuntu", "openeuler", "kylin")
 OS_VERSIONS = ("20.04", "22.04", "22.03", "24.03", "v10")
+HCCL_OP_EXPANSION_MODES = ("AIV", "AI_CPU", "HOST")
 _FILE = "chips.yaml"
 
 
@@ -37,6 +38,9 @@ class ChipFacts:
     image_suffix: str
     cann_image_chip: str
     supported_os: tuple[tuple[str, str], ...]
+    usable_memory_gib: tuple[tuple[int, float], ...] = ()
+    hccl_op_expansion_modes: tuple[str, ...] = ("HOST",)
+    hccl_op_expansion_default: str = "HOST"
     confidence: Confidence = "sourced"
     inferred_fields: tuple[str, ...] = ()
 
@@ -44,6 +48,14 @@ class ChipFacts:
     def max_devices(self) -> int:
         """Logical devices (ranks) in a fully populated server at the default dies per card."""
         return self.max_cards * self.devices_per_card_default
+
+    def usable_gib(self, hbm_gb: int) -> float:
+        """Memory one process can allocate on a device of this nominal size (what gpu_memory_utilization
+        multiplies); KeyError for a size the chip does not come in."""
+        found = dict(self.usable_memory_gib).get(hbm_gb)
+        if found is None:
+            raise KeyError(f"{self.name} has no {hbm_gb} GB variant; it comes with {self.hbm_gb_allowed} GB")
+        return found
 
 
 def _ints(row: Row, key: str) -> tuple[int, ...]:
@@ -70,6 +82,18 @@ def _os_pairs(row: Row) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _usable(row: Row) -> tuple[tuple[int, float], ...]:
+    raw = row.mapping("usable_memory_gib")
+    out: list[tuple[int, float]] = []
+    for size, gib in raw.items():
+        if not (isinstance(size, int) and isinstance(gib, int | float) and not isinstance(gib, bool)):
+            raise row.error(f"usable_memory_gib maps an HBM size in GB to GiB, got {size!r}: {gib!r}")
+        if not 0 < gib < size:
+            raise row.error(f"usable_memory_gib for {size} GB must be below it, got {gib}")
+        out.append((size, float(gib)))
+    return tuple(sorted(out))
+
+
 def _chip(row: Row) -> ChipFacts:
     family = row.choice("family", CHIP_FAMILIES)
     pci = row.text("pci_device_id")
@@ -93,6 +117,9 @@ def _chip(row: Row) -> ChipFacts:
         image_suffix=row.text("image_suffix", allow_empty=True),
         cann_image_chip=row.text("cann_image_chip"),
         supported_os=_os_pairs(row),
+        usable_memory_gib=_usable(row),
+        hccl_op_expansion_modes=row.texts("hccl_op_expansion_modes"),
+        hccl_op_expansion_default=row.choice("hccl_op_expansion_default", HCCL_OP_EXPANSION_MODES),
         confidence=row.confidence(),
         inferred_fields=row.texts("inferred_fields", allow_empty=True, default=[]),
     )
@@ -103,6 +130,14 @@ def _chip(row: Row) -> ChipFacts:
         raise row.error("devices_per_card_default must be one of devices_per_card_allowed")
     if chip.hbm_gb_default not in chip.hbm_gb_allowed:
         raise row.error("hbm_gb_default must be one of hbm_gb_allowed")
+    if {size for size, _ in chip.usable_memory_gib} != set(chip.hbm_gb_allowed):
+        raise row.error("usable_memory_gib must give one figure for every size in hbm_gb_allowed")
+    bad_modes = [m for m in chip.hccl_op_expansion_modes if m not in HCCL_OP_EXPANSION_MODES]
+    if bad_modes or chip.hccl_op_expansion_default not in chip.hccl_op_expansion_modes:
+        raise row.error(
+            f"hccl_op_expansion_modes must be among {', '.join(HCCL_OP_EXPANSION_MODES)} and include "
+            "hccl_op_expansion_default"
+        )
     if chip.image_suffix and not chip.image_suffix.startswith("-"):
         raise row.error(f"image_suffix must be empty or start with '-', got {chip.image_suffix!r}")
     known = set(ChipFacts.__dataclass_fields__)

@@ -1,4 +1,4 @@
-"""Compatibility matrix: vllm-ascend releases (data/vllm_ascend.yaml) and HDK/CANN (data/hdk.yaml)."""
+"""Compatibility matrix: vllm-ascend releases (data/vllm_ascend.yaml), checked against data/hdk.yaml."""
 
 from __future__ import annotations
 
@@ -10,12 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.catalog._data import CatalogDataError, Confidence, Row, load, rows
 from orchestrator.catalog.chips import CHIP_FAMILIES, ChipFacts
+from orchestrator.catalog.hdk import CannRequirement, cann_table, driver_series
 from orchestrator.catalog.version import Version
+
+__all__ = ["IMAGE_REPO", "VllmAscendRelease", "driver_series", "get_release", "validate_releases"]
+# driver_series is re-exported: orchestrator.sim.packages imports it from here.
 
 IMAGE_REPO = "quay.io/ascend/vllm-ascend"
 CANN_IMAGE_REPO = "quay.io/ascend/cann"
 _RELEASES_FILE = "vllm_ascend.yaml"
-_HDK_FILE = "hdk.yaml"
+IMAGE_OS_FAMILIES = ("ubuntu", "openeuler")
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class VllmAscendRelease:
     triton_ascend: str
     chips: tuple[str, ...]
     min_driver: str
+    image_os: tuple[tuple[str, str], ...] = (("openeuler", "openeuler24.03"), ("ubuntu", "ubuntu22.04"))
     cann_image_overrides: tuple[tuple[str, str], ...] = ()
     confidence: Confidence = "sourced"
 
@@ -49,142 +54,37 @@ class VllmAscendRelease:
                 f"it supports {', '.join(self.chips)}"
             )
 
+    def cann_for(self, chip: ChipFacts) -> str:
+        """The CANN version of this chip's image as the source writes it ('9.1.0', '9.1.0-beta.1' for 310P
+        on v0.21.0rc1..v0.25.1rc1); ValueError if the release has no image for the chip."""
+        self._require(chip)
+        return dict(self.cann_image_overrides).get(chip.family, self.cann)
+
     def cann_image_tag(self, chip: ChipFacts) -> str:
         """The CANN version part of the base image tag for this chip, lower-case ('8.3.rc2', '9.1.0')."""
+        return self.cann_for(chip).lower()
+
+    def container_os(self, os_family: str) -> str:
+        """The OS part of the image tags ('ubuntu' -> 'ubuntu22.04'; 'openeuler' -> 'openeuler22.03' on
+        v0.9.1, 'openeuler24.03' later); ValueError for an OS the release ships no Dockerfile for."""
+        found = dict(self.image_os).get(os_family)
+        if found is None:
+            have = ", ".join(dict(self.image_os))
+            raise ValueError(f"vllm-ascend {self.version} has no {os_family} image; it has {have}")
+        return found
+
+    def cann_base_image(self, chip: ChipFacts, os_family: str = "ubuntu") -> str:
+        """The FROM line of the release's Dockerfile for this chip and OS, e.g.
+        ``quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.12``; ValueError if the release lacks either."""
+        tag, os_tag = self.cann_image_tag(chip), self.container_os(os_family)
+        return f"{CANN_IMAGE_REPO}:{tag}-{chip.cann_image_chip}-{os_tag}-py{self.image_python}"
+
+    def image_tag(self, chip: ChipFacts, os_family: str = "ubuntu") -> str:
+        """The published vllm-ascend image, e.g. ``quay.io/ascend/vllm-ascend:v0.23.0-a3-openeuler``."""
         self._require(chip)
-        return dict(self.cann_image_overrides).get(chip.family, self.cann).lower()
-
-    def cann_base_image(self, chip: ChipFacts, base_os: str = "ubuntu22.04") -> str:
-        """The CANN base image the release's Dockerfile builds on, e.g.
-        ``quay.io/ascend/cann:9.1.0-910b-ubuntu22.04-py3.12``; ValueError if the release lacks the chip."""
-        tag = self.cann_image_tag(chip)
-        return f"{CANN_IMAGE_REPO}:{tag}-{chip.cann_image_chip}-{base_os}-py{self.image_python}"
-
-    def image_tag(self, chip: ChipFacts, *, openeuler: bool = False) -> str:
-        """The published vllm-ascend image, e.g. ``quay.io/ascend/vllm-ascend:v0.23.0-a3``."""
-        self._require(chip)
-        return f"{IMAGE_REPO}:{self.version}{chip.image_suffix}{'-openeuler' if openeuler else ''}"
-
-
-@dataclass(frozen=True)
-class DriverSeries:
-    """An HDK driver release line and the firmware range it accepts (inclusive)."""
-
-    series: str
-    firmware_min: str
-    firmware_max: str
-    confidence: str
-    known_pairs: tuple[tuple[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class CannRequirement:
-    """What a CANN release needs from the HDK driver."""
-
-    version: str
-    min_driver: str
-    full_graph_min_driver: str
-    confidence: Confidence
-
-
-# ---------------------------------------------------------------------------------------------- hdk.yaml
-
-
-def _series_row(row: Row) -> DriverSeries:
-    pairs: list[tuple[str, str]] = []
-    for pair in row.items("known_pairs"):
-        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
-            raise row.error(f"known_pairs entries must be [driver, firmware] strings, got {pair!r}")
-        pairs.append((pair[0], pair[1]))
-    s = DriverSeries(
-        series=row.version("series"),
-        firmware_min=row.version("firmware_min"),
-        firmware_max=row.version("firmware_max"),
-        confidence=row.confidence(),
-        known_pairs=tuple(pairs),
-    )
-    row.done()
-    if Version(s.firmware_min) > Version(s.firmware_max):
-        raise row.error(f"firmware_min {s.firmware_min} is above firmware_max {s.firmware_max}")
-    for driver, firmware in s.known_pairs:
-        try:
-            inside = Version(s.firmware_min) <= Version(firmware) <= Version(s.firmware_max)
-            ok = Version(driver).matches_series(s.series) and inside
-        except ValueError as exc:
-            raise row.error(f"known_pairs: {exc}") from None
-        if not ok:
-            raise row.error(f"known pair driver {driver} + firmware {firmware} contradicts the row")
-    return s
-
-
-def validate_hdk(
-    data: Mapping[str, Any], filename: str = _HDK_FILE
-) -> tuple[tuple[DriverSeries, ...], tuple[CannRequirement, ...]]:
-    """Check a parsed hdk file; raises CatalogDataError (a ValueError) naming the row."""
-    series: list[DriverSeries] = []
-    for row in rows(data, "driver_series", filename):
-        s = _series_row(row)
-        if any(Version(o.series) == Version(s.series) for o in series):
-            raise row.error(f"duplicate driver series {s.series}")
-        series.append(s)
-    canns: list[CannRequirement] = []
-    for row in rows(data, "cann", filename):
-        c = CannRequirement(
-            version=row.version("version"),
-            min_driver=row.version("min_driver"),
-            full_graph_min_driver=row.version("full_graph_min_driver", allow_empty=True),
-            confidence=row.confidence(),
-        )
-        row.done()
-        if canns and Version(c.version) <= Version(canns[-1].version):
-            raise row.error(
-                f"CANN rows must be in ascending version order ({c.version} after {canns[-1].version})"
-            )
-        canns.append(c)
-    return tuple(series), tuple(canns)
-
-
-@functools.cache
-def _hdk() -> tuple[tuple[DriverSeries, ...], tuple[CannRequirement, ...]]:
-    return validate_hdk(load(_HDK_FILE))
-
-
-def driver_series(driver: str) -> DriverSeries | None:
-    """The most specific known series the driver version belongs to, or None. ValueError on a bad version."""
-    v = Version(driver)
-    matches = [s for s in _hdk()[0] if v.matches_series(s.series)]
-    return max(matches, key=lambda s: Version(s.series).depth, default=None)
-
-
-def firmware_compatible(driver: str, firmware: str) -> bool | None:
-    """Whether the driver accepts the firmware; None when the driver's series is unknown."""
-    s = driver_series(driver)
-    if s is None:
-        return None
-    return Version(s.firmware_min) <= Version(firmware) <= Version(s.firmware_max)
-
-
-def cann_requirement(cann: str) -> CannRequirement | None:
-    """The row for a CANN release: exact version, else the longest row it extends (9.1.0-beta.1 -> 9.1.0)."""
-    v = Version(cann)
-    table = _hdk()[1]
-    exact = next((c for c in table if Version(c.version) == v), None)
-    if exact is not None:
-        return exact
-    matches = [c for c in table if v.matches_series(c.version)]
-    return max(matches, key=lambda c: Version(c.version).depth, default=None)
-
-
-def min_driver_for_cann(cann: str) -> str | None:
-    """Minimum HDK driver for a CANN release ('8.5.0' -> '25.5.0'); None when the CANN is not in the table."""
-    req = cann_requirement(cann)
-    return req.min_driver if req else None
-
-
-def full_graph_min_driver(cann: str) -> str | None:
-    """HDK driver needed for FULL / FULL_AND_PIECEWISE graph mode with this CANN; None if not applicable."""
-    req = cann_requirement(cann)
-    return (req.full_graph_min_driver or None) if req else None
+        self.container_os(os_family)
+        suffix = "-openeuler" if os_family == "openeuler" else ""
+        return f"{IMAGE_REPO}:{self.version}{chip.image_suffix}{suffix}"
 
 
 # -------------------------------------------------------------------------------------- vllm_ascend.yaml
@@ -195,6 +95,9 @@ def _release(row: Row, canns: tuple[CannRequirement, ...]) -> VllmAscendRelease:
     overrides = row.mapping("cann_image_overrides", default={})
     if not all(isinstance(v, str) for v in overrides.values()):
         raise row.error("cann_image_overrides must map chip family to a CANN image tag string")
+    image_os = row.mapping("image_os")
+    if set(image_os) - set(IMAGE_OS_FAMILIES) or not all(isinstance(v, str) for v in image_os.values()):
+        raise row.error(f"image_os must map {' / '.join(IMAGE_OS_FAMILIES)} to a tag part like 'ubuntu22.04'")
     rel = VllmAscendRelease(
         version=row.version("version"),
         released=row.text("released", allow_empty=True),
@@ -208,6 +111,7 @@ def _release(row: Row, canns: tuple[CannRequirement, ...]) -> VllmAscendRelease:
         triton_ascend=row.version("triton_ascend", allow_empty=True),
         chips=chips,
         min_driver=row.version("min_driver"),
+        image_os=tuple(sorted((str(k), str(v)) for k, v in image_os.items())),
         cann_image_overrides=tuple(sorted((str(k), v) for k, v in overrides.items())),
         confidence=row.confidence(),
     )
@@ -235,10 +139,12 @@ def _release(row: Row, canns: tuple[CannRequirement, ...]) -> VllmAscendRelease:
         raise row.error(
             f"chips must be distinct families among {', '.join(CHIP_FAMILIES)}; got {list(chips)}"
         )
-    floor = next((c.min_driver for c in canns if Version(c.version) == Version(rel.cann)), None)
-    if floor is not None and Version(rel.min_driver) < Version(floor):
+    # Per-chip CANN overrides (310P) are checked against the site's driver by the software rules.
+    req = next((c for c in canns if Version(c.version) == Version(rel.cann)), None)
+    if req is not None and req.driver_too_old(rel.min_driver):
         raise row.error(
-            f"min_driver {rel.min_driver} is below {floor}, which hdk.yaml requires for CANN {rel.cann}"
+            f"min_driver {rel.min_driver} is below {req.min_driver}, "
+            f"which hdk.yaml requires for CANN {rel.cann}"
         )
     return rel
 
@@ -268,7 +174,7 @@ def validate_releases(
 
 @functools.cache
 def _releases() -> tuple[tuple[VllmAscendRelease, ...], str]:
-    return validate_releases(load(_RELEASES_FILE), canns=_hdk()[1])
+    return validate_releases(load(_RELEASES_FILE), canns=cann_table())
 
 
 def get_release(version: str) -> VllmAscendRelease:

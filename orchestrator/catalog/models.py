@@ -44,6 +44,8 @@ class ModelArch:
     default_dtype: DType
     quantization: Quantization
     mtp_layers: int
+    mtp_params_b: float = 0.0
+    mtp_expert_params_b: float = 0.0
     hub: Literal["huggingface", "modelscope"] = "huggingface"
     confidence: Confidence = "sourced"
 
@@ -51,6 +53,16 @@ class ModelArch:
     def dense_params_b(self) -> float:
         """Parameters every rank holds under expert parallelism (attention, dense MLPs, embeddings, ...)."""
         return self.params_b - self.expert_params_b
+
+    @property
+    def embedding_params_b(self) -> float:
+        """Input embedding plus output head (untied): 2 x vocab_size x hidden_size, in billions."""
+        return 2 * self.vocab_size * self.hidden_size / 1e9
+
+    @property
+    def checkpoint_params_b(self) -> float:
+        """Parameters stored in the checkpoint: the main model plus its MTP layers (DeepSeek-R1: 684.5B)."""
+        return self.params_b + self.mtp_params_b
 
     def kv_bytes_per_token(self, dtype_bytes: int) -> int:
         """KV-cache bytes one token occupies in the whole model (all layers, before any TP split).
@@ -85,6 +97,12 @@ def _check(row: Row, m: ModelArch) -> None:
         raise row.error("a dense model activates all parameters: active_params_b must equal params_b")
     if (m.attention == "mla") != (m.kv_lora_rank > 0 and m.qk_rope_head_dim > 0):
         raise row.error("attention 'mla' requires kv_lora_rank and qk_rope_head_dim > 0 (and 'gqa' both 0)")
+    if (m.mtp_layers > 0) != (m.mtp_params_b > 0) or not 0 <= m.mtp_expert_params_b < max(
+        m.mtp_params_b, 1e-9
+    ):
+        raise row.error("mtp_layers, mtp_params_b and mtp_expert_params_b disagree (all zero without MTP)")
+    if m.embedding_params_b >= m.params_b - m.expert_params_b:
+        raise row.error("2 x vocab_size x hidden_size exceeds the non-expert parameters")
     if m.heads % m.kv_heads:
         raise row.error(f"heads {m.heads} is not a multiple of kv_heads {m.kv_heads}")
     if m.attention == "gqa" and m.heads * m.head_dim != m.hidden_size:
@@ -115,6 +133,8 @@ def _model(row: Row) -> ModelArch:
         default_dtype=cast(DType, row.choice("default_dtype", ("bfloat16", "float16"))),
         quantization=cast(Quantization, row.choice("quantization", QUANTIZATIONS)),
         mtp_layers=row.integer("mtp_layers", minimum=0),
+        mtp_params_b=row.number("mtp_params_b", minimum=0.0),
+        mtp_expert_params_b=row.number("mtp_expert_params_b", minimum=0.0),
         hub=cast(Literal["huggingface", "modelscope"], row.choice("hub", ("huggingface", "modelscope"))),
         confidence=row.confidence(),
     )

@@ -6,7 +6,8 @@ from collections import defaultdict
 
 from orchestrator.catalog import ModelArch, get_release
 from orchestrator.planning import capacity as cap
-from orchestrator.planning.model import HccnDevice, HostPlan, ImagePlan, ReplicaPlan, SitePlan, StackPlan
+from orchestrator.planning.image import image_plans
+from orchestrator.planning.model import HccnDevice, HostPlan, ReplicaPlan, SitePlan, StackPlan
 from orchestrator.planning.network import HccnServer, plan_hccn
 from orchestrator.planning.resolve import (
     ResolvedProfile,
@@ -17,6 +18,7 @@ from orchestrator.planning.resolve import (
 )
 from orchestrator.planning.serve_args import RAY_GCS_PORT
 from orchestrator.planning.topology import plan_replica
+from orchestrator.planning.tuning import tuning_plan
 from orchestrator.spec.findings import Finding, SpecPath, error
 from orchestrator.spec.site import SiteSpec
 
@@ -36,44 +38,6 @@ def stack_plan(spec: SiteSpec) -> StackPlan:
         )
     except KeyError:  # allowed by allow_unsupported: explicit values are required then
         return StackPlan(s.version, s.vllm or "", s.cann or "", "", s.torch_npu or "", "", s.python or "")
-
-
-def image_plans(
-    spec: SiteSpec, stack: StackPlan, profiles: dict[str, ResolvedProfile]
-) -> tuple[ImagePlan, ...]:
-    chips = {
-        p.chip.name: p.chip
-        for p in profiles.values()
-        if any(s.profile == p.name and "npu" in s.roles for s in spec.servers)
-    }
-    out = []
-    for name in sorted(chips):
-        chip = chips[name]
-        base_os = spec.image.base_os
-        base = spec.image.base_image or (
-            f"quay.io/ascend/cann:{stack.cann.lower()}-{chip.cann_image_chip}-{base_os}-py{stack.python}"
-        )
-        upstream = f"quay.io/ascend/vllm-ascend:{stack.vllm_ascend}{chip.image_suffix}"
-        tag = f"{spec.image.name}:{stack.vllm_ascend}-{chip.soc_version}"
-        args = {
-            "SOC_VERSION": chip.soc_version,
-            "COMPILE_CUSTOM_KERNELS": "1" if spec.image.compile_custom_kernels else "0",
-            "CANN_VERSION": stack.cann,
-            "VLLM_TAG": stack.vllm,
-            "VLLM_ASCEND_TAG": stack.vllm_ascend,
-        }
-        args.update(spec.image.build_args)
-        out.append(
-            ImagePlan(
-                chip=name,
-                soc_version=chip.soc_version,
-                base_image=base,
-                upstream_image=upstream,
-                tag=tag,
-                build_args=tuple(sorted(args.items())),
-            )
-        )
-    return tuple(out)
 
 
 def _hccn(
@@ -237,5 +201,6 @@ def build_plan(spec: SiteSpec, arch: ModelArch) -> tuple[SitePlan | None, list[F
         weights_gib=cap.weight_bytes_total(arch, quant) / cap.GIB,
         quantization=quant,
         dtype=effective_dtype(spec.model, arch, first_chip),
+        tuning=tuning_plan(spec),
     )
     return plan, findings

@@ -22,8 +22,8 @@ class HccnDevice:
 class Capacity:
     """Memory per device (GiB) for one replica; the worst device of the replica."""
 
-    hbm_gib: float
-    budget_gib: float  # hbm x gpu_memory_utilization
+    usable_gib: float  # what one process can allocate (torch_npu total capacity), not the nominal HBM
+    budget_gib: float  # usable x gpu_memory_utilization
     weights_gib: float
     overhead_gib: float
     kv_gib_per_seq: float  # one sequence of max_model_len
@@ -109,10 +109,30 @@ class ReplicaPlan:
 class ImagePlan:
     chip: str
     soc_version: str
-    base_image: str
-    upstream_image: str
+    cann: str  # the CANN of this chip's base image (310P may differ from the stack's)
+    os_family: str  # container OS family: ubuntu | openeuler
+    base_image: str  # FROM of our Dockerfile (BASE_IMAGE): the CANN image upstream's Dockerfile uses
+    upstream_image: str  # the published vllm-ascend image of the same release, chip and OS
     tag: str
     build_args: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class SkippedSetting:
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class HostTuningPlan:
+    """Host settings as the host-tuning role applies them on this site's kernel."""
+
+    kernel: str  # kernel line of the site's OS release ('5.15'), "" when unknown
+    sysctls: tuple[tuple[str, int | str], ...]  # /etc/sysctl.d
+    debugfs: tuple[tuple[str, int | str], ...]  # /sys/kernel/debug/<path>, re-applied at boot
+    skipped: tuple[SkippedSetting, ...]
+    irqbalance: str | None  # enabled | disabled | None (left alone)
+    irq_affinity: str | None  # npu-numa | None (IRQs not pinned)
 
 
 @dataclass(frozen=True)
@@ -153,6 +173,7 @@ class SitePlan:
     weights_gib: float
     quantization: str
     dtype: str
+    tuning: HostTuningPlan | None = None
     warnings: tuple[str, ...] = field(default=())
 
     def host(self, name: str) -> HostPlan:

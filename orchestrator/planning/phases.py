@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orchestrator.planning.model import SitePlan
+from orchestrator.planning.tuning import tuning_plan
 from orchestrator.spec.site import SiteSpec
 
 
@@ -34,11 +35,15 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
     build = spec.image.build_host or next(iter(_hosts(spec, "build")), npu[0] if npu else "")
     gw = spec.gateway.host or next(iter(_hosts(spec, "gateway")), None)
     mon = spec.monitoring.host or next(iter(_hosts(spec, "monitoring")), None)
+    tp = plan.tuning or tuning_plan(spec)
     tuning = [
         f"governor {t.cpu_governor}" if t.cpu_governor else "",
-        f"{len(t.sysctls)} sysctls",
+        f"{len(tp.sysctls)} sysctls",
+        f"debugfs {', '.join(f'{k}={v}' for k, v in tp.debugfs)}" if tp.debugfs else "",
+        f"skip {', '.join(s.name for s in tp.skipped)}" if tp.skipped else "",
         f"THP {t.transparent_hugepages}" if t.transparent_hugepages else "",
-        f"irqbalance {t.irqbalance}" if t.irqbalance else "",
+        f"IRQs pinned {tp.irq_affinity}" if tp.irq_affinity else "",
+        f"irqbalance {tp.irqbalance}" if tp.irqbalance else "",
         f"{t.hugepages.count} hugepages" if t.hugepages.count else "",
         f"modprobe options for {', '.join(sorted(t.rdma_modules))}" if t.rdma_modules else "",
     ]

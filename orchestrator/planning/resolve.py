@@ -22,6 +22,11 @@ class ResolvedProfile:
     def devices(self) -> int:
         return self.cards * self.devices_per_card
 
+    @property
+    def usable_gib(self) -> float:
+        """Memory one process can allocate per device (catalog), the base of the capacity budget."""
+        return self.chip.usable_gib(self.hbm_gib)
+
     def describe(self) -> str:
         return f"{self.chip.product} ({self.devices} x {self.hbm_gib} GB)"
 
@@ -77,6 +82,8 @@ def resolve_model(model: Model) -> ModelArch:
         default_dtype=arch.default_dtype,
         quantization="none",
         mtp_layers=0,
+        mtp_params_b=0.0,
+        mtp_expert_params_b=0.0,
     )
 
 

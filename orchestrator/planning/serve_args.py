@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from orchestrator.catalog import ChipFacts
 from orchestrator.spec.serving import Hccl, Serving
 
 RAY_GCS_PORT = 6379
@@ -94,8 +95,9 @@ def engine_args(
     if serving.max_num_batched_tokens is not None:
         args += ["--max-num-batched-tokens", str(serving.max_num_batched_tokens)]
     args += ["--gpu-memory-utilization", f"{serving.gpu_memory_utilization:g}"]
-    if serving.kv_cache_dtype != "auto":
-        args += ["--kv-cache-dtype", serving.kv_cache_dtype]
+    # kv_cache_dtype int8 renders no flag: vllm-ascend's C8 KV cache is switched on by the msmodelslim
+    # checkpoint (quant_model_description.json kv_cache_type: C8) under --quantization ascend, and vLLM's
+    # --kv-cache-dtype has no int8 choice (vllm_ascend/quantization/modelslim_config.py @v0.23.0).
     if trust_remote_code:
         args.append("--trust-remote-code")
     if serving.enforce_eager:
@@ -116,11 +118,17 @@ def dp_args(*, local: int, start_rank: int, head_address: str, rpc_port: int, he
     return [*args, "--data-parallel-address", head_address, "--data-parallel-rpc-port", str(rpc_port)]
 
 
+def op_expansion_mode(hccl: Hccl, chip: ChipFacts) -> str:
+    """HCCL_OP_EXPANSION_MODE: the spec's value, else the chip's default (A2/A3 AIV, 300I Duo HOST)."""
+    return hccl.op_expansion_mode or chip.hccl_op_expansion_default
+
+
 def member_env(
     *,
     devices: tuple[int, ...],
     world_size: int,
     hccl: Hccl,
+    chip: ChipFacts,
     if_ip: str,
     socket_ifname: str | None,
     ray: bool,
@@ -134,8 +142,7 @@ def member_env(
         env["HCCL_BUFFSIZE"] = str(hccl.buffsize_mb)
         env["HCCL_CONNECT_TIMEOUT"] = str(hccl.connect_timeout_s)
         env["HCCL_EXEC_TIMEOUT"] = str(hccl.exec_timeout_s)
-        if hccl.op_expansion_mode:
-            env["HCCL_OP_EXPANSION_MODE"] = hccl.op_expansion_mode
+        env["HCCL_OP_EXPANSION_MODE"] = op_expansion_mode(hccl, chip)
         if hccl.intra_pcie_enable is not None:
             env["HCCL_INTRA_PCIE_ENABLE"] = "1" if hccl.intra_pcie_enable else "0"
         if hccl.intra_roce_enable is not None:

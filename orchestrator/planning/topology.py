@@ -16,6 +16,7 @@ from orchestrator.planning.resolve import (
     effective_quantization,
     served_name,
 )
+from orchestrator.planning.speculative import mtp_draft
 from orchestrator.spec.findings import Finding, SpecPath, error, warning
 from orchestrator.spec.hardware import Server
 from orchestrator.spec.serving import Parallelism, Replica
@@ -186,12 +187,13 @@ def plan_replica(
         )
     kv_bytes = 1 if spec.serving.kv_cache_dtype == "int8" else 2
     hccl = spec.serving.hccl
+    mtp = mtp_draft(spec.serving.extra_args) and arch.mtp_layers > 0
     capacity = cap.plan_capacity(
         arch,
         quant,
         kv_bytes,
-        cap.Layout(par.tp, par.pp, par.dp, par.ep),
-        prof.hbm_gib,
+        cap.Layout(par.tp, par.pp, par.dp, par.ep, mtp),
+        prof.usable_gib,
         spec.serving.gpu_memory_utilization,
         spec.serving.max_model_len,
         spec.serving.max_num_seqs,
@@ -237,6 +239,7 @@ def plan_replica(
             devices=layout.devices,
             world_size=par.tp * par.pp * par.dp,
             hccl=hccl,
+            chip=prof.chip,
             if_ip=_control_ip(member),
             socket_ifname=member.overrides.socket_ifname,
             ray=ray,
@@ -314,15 +317,17 @@ def _capacity_findings(
             quant,
             kv_bytes,
             prof.devices,
-            prof.hbm_gib,
+            prof.usable_gib,
             serving.gpu_memory_utilization,
             serving.max_model_len,
             serving.hccl.buffsize_mb,
+            mtp=mtp_draft(serving.extra_args) and arch.mtp_layers > 0,
         )
         total_gib = cap.weight_bytes_total(arch, quant) / cap.GIB
         over = (
             f"{c.weights_gib:.1f} GiB of weights + {c.overhead_gib:.1f} GiB runtime per device exceed the "
-            f"{c.budget_gib:.1f} GiB budget ({prof.hbm_gib} GB x gpu_memory_utilization "
+            f"{c.budget_gib:.1f} GiB budget ({prof.usable_gib:g} GiB usable of {prof.hbm_gib} GB x "
+            "gpu_memory_utilization "
             f"{serving.gpu_memory_utilization:g}) by {missing:.1f} GiB"
         )
         par = replica.parallelism or serving.parallelism

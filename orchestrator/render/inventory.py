@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SitePlan
+from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.software import PackageSource
 
@@ -92,6 +93,8 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
                 {
                     "chip": i.chip,
                     "soc_version": i.soc_version,
+                    "cann": i.cann,
+                    "os_family": i.os_family,
                     "base_image": i.base_image,
                     "upstream_image": i.upstream_image,
                     "tag": i.tag,
@@ -150,7 +153,20 @@ def _replica_summary(rep: ReplicaPlan) -> dict[str, Any]:
     }
 
 
-def _npu_vars(spec: SiteSpec) -> dict[str, Any]:
+def _tuning_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
+    """Host tuning as the role applies it on this site's kernel (planning.tuning)."""
+    tp = plan.tuning or tuning_plan(spec)
+    return {
+        "host_tuning_kernel": tp.kernel or None,
+        "host_tuning_sysctls": dict(tp.sysctls),
+        "host_tuning_debugfs": dict(tp.debugfs),
+        "host_tuning_skipped": [{"name": s.name, "reason": s.reason} for s in tp.skipped],
+        "host_tuning_irqbalance": tp.irqbalance,
+        "host_tuning_irq_affinity": tp.irq_affinity,
+    }
+
+
+def _npu_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     sw, t = spec.software, spec.tuning
     hccn = spec.network.hccn
     return {
@@ -158,9 +174,8 @@ def _npu_vars(spec: SiteSpec) -> dict[str, Any]:
         "npu_firmware_package": _package(sw.firmware),
         "npu_cann_package": _package(sw.cann) if sw.cann else None,
         "host_tuning_cpu_governor": t.cpu_governor,
-        "host_tuning_sysctls": {k: t.sysctls[k] for k in sorted(t.sysctls)},
+        **_tuning_vars(spec, plan),
         "host_tuning_transparent_hugepages": t.transparent_hugepages,
-        "host_tuning_irqbalance": t.irqbalance,
         "host_tuning_hugepages_size_kb": t.hugepages.size_kb,
         "host_tuning_hugepages_count": t.hugepages.count,
         "host_tuning_rdma_modules": {m: dict(sorted(o.items())) for m, o in sorted(t.rdma_modules.items())},
@@ -239,8 +254,11 @@ def _host_vars(spec: SiteSpec, plan: SitePlan, host: HostPlan) -> dict[str, Any]
         if ov.cpu_governor:
             out["host_tuning_cpu_governor"] = ov.cpu_governor
         if ov.sysctls:
-            merged = {**spec.tuning.sysctls, **ov.sysctls}
-            out["host_tuning_sysctls"] = {k: merged[k] for k in sorted(merged)}
+            kernel = plan.tuning.kernel if plan.tuning else ""
+            sysctls, debugfs, skipped = split_sysctls({**spec.tuning.sysctls, **ov.sysctls}, kernel)
+            out["host_tuning_sysctls"] = sysctls
+            out["host_tuning_debugfs"] = debugfs
+            out["host_tuning_skipped"] = [{"name": s.name, "reason": s.reason} for s in skipped]
     out["orchestrator_ports"] = [{"port": p, "service": s} for p, s in host.ports]
     out["vllm_serve_instances"] = [
         _instance(spec, plan, rep, m, host.chip or "")
@@ -256,7 +274,7 @@ def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
     files: Files = {
         "hosts.yml": _groups(spec, plan),
         "group_vars/all.yml": _all_vars(spec, plan, spec_sha256),
-        "group_vars/npu.yml": _npu_vars(spec),
+        "group_vars/npu.yml": _npu_vars(spec, plan),
     }
     for host in plan.hosts:
         files[f"host_vars/{host.name}.yml"] = _host_vars(spec, plan, host)

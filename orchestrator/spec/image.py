@@ -24,11 +24,15 @@ class Image(SpecModel):
     registry: Registry | None = Field(
         None, description="Push to and pull from this registry; default: ship the image as a tarball."
     )
-    base_os: Literal["ubuntu22.04", "openeuler24.03"] = Field(
-        "ubuntu22.04", description="OS of the CANN base image (container OS, independent of the host OS)."
+    base_os: Literal["ubuntu", "openeuler"] = Field(
+        "ubuntu",
+        description="OS family of the CANN base image (container OS, independent of the host OS); the "
+        "version is the release's (ubuntu22.04; openeuler22.03 for v0.9.1, openeuler24.03 later).",
     )
     base_image: str | None = Field(
-        None, description="CANN base image; default derived from the matrix (quay.io/ascend/cann:...)."
+        None,
+        description="CANN base image (BASE_IMAGE); default: the FROM line of vllm-ascend's Dockerfile for "
+        "the chip, OS and release (quay.io/ascend/cann:...).",
     )
     build_args: dict[str, str] = Field(
         default_factory=dict,

@@ -23,7 +23,9 @@ class Hccl(SpecModel):
     connect_timeout_s: int = Field(120, ge=10, description="HCCL_CONNECT_TIMEOUT.")
     exec_timeout_s: int = Field(1836, ge=60, description="HCCL_EXEC_TIMEOUT.")
     op_expansion_mode: Literal["AIV", "AI_CPU", "HOST"] | None = Field(
-        "AIV", description="HCCL_OP_EXPANSION_MODE."
+        None,
+        description="HCCL_OP_EXPANSION_MODE; null: the chip's default (Atlas A2/A3: AIV; 300I Duo: HOST, "
+        "which supports only AI_CPU and HOST).",
     )
     intra_pcie_enable: bool | None = Field(None, description="HCCL_INTRA_PCIE_ENABLE (2-node A2 recipes: 1).")
     intra_roce_enable: bool | None = Field(None, description="HCCL_INTRA_ROCE_ENABLE (2-node A2 recipes: 0).")
@@ -61,7 +63,10 @@ class Serving(SpecModel):
     max_model_len: int = Field(8192, ge=16, description="--max-model-len.")
     gpu_memory_utilization: float = Field(0.9, gt=0.0, le=0.98, description="--gpu-memory-utilization.")
     kv_cache_dtype: Literal["auto", "int8"] = Field(
-        "auto", description="KV cache dtype ('auto' = model dtype)."
+        "auto",
+        description="KV cache dtype ('auto' = model dtype). int8 is vllm-ascend's C8 KV cache: it comes "
+        "from a msmodelslim checkpoint whose quant_model_description.json has kv_cache_type C8 (served with "
+        "--quantization ascend), not from a flag; it needs a quantized model.",
     )
     enforce_eager: bool = False
     hccl: Hccl = Field(default_factory=Hccl)

@@ -13,6 +13,8 @@ SysctlValue = int | str
 
 def _default_sysctls() -> dict[str, SysctlValue]:
     # vllm-ascend optimization_and_tuning.md / MindIE tuning guide (see ../shared/reference/ascend-host.md).
+    # kernel.sched_migration_cost_ns is a debugfs file from Linux 5.13 on: the plan writes it where the
+    # site's kernel keeps it (catalog kernels.yaml).
     return {"vm.swappiness": 0, "kernel.numa_balancing": 0, "kernel.sched_migration_cost_ns": 50000}
 
 
@@ -26,14 +28,23 @@ class Tuning(SpecModel):
         "performance", description="cpufreq governor on every core; null leaves it alone."
     )
     sysctls: dict[str, SysctlValue] = Field(
-        default_factory=_default_sysctls, description="sysctl name -> value, written to /etc/sysctl.d."
+        default_factory=_default_sysctls,
+        description="sysctl name -> value, written to /etc/sysctl.d; scheduler settings that newer kernels "
+        "keep in debugfs (kernel.sched_migration_cost_ns from Linux 5.13) are written there instead, or "
+        "skipped with the reason in the plan.",
     )
     transparent_hugepages: Literal["always", "madvise", "never"] | None = Field(
         "always", description="/sys/kernel/mm/transparent_hugepage/enabled; null leaves it alone."
     )
     irqbalance: Literal["enabled", "disabled"] | None = Field(
-        "disabled",
-        description="vllm-ascend CPU binding pins NPU IRQs and asks to stop irqbalance; null: leave it.",
+        None,
+        description="irqbalance service; null: leave it as the OS has it, unless irq_affinity pins IRQs "
+        "(then it is disabled).",
+    )
+    irq_affinity: Literal["npu-numa"] | None = Field(
+        None,
+        description="npu-numa: pin each NPU's IRQs to CPUs of its NUMA node and disable irqbalance, as "
+        "vllm-ascend's CPU-binding guide does for stable IRQ affinity; null: IRQs are not managed.",
     )
     hugepages: Hugepages = Field(default_factory=Hugepages)
     rdma_modules: dict[str, dict[str, int | str]] = Field(

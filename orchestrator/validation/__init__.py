@@ -13,7 +13,15 @@ from orchestrator.spec.findings import Finding, sort_findings
 from orchestrator.spec.loader import Document, load_file, parse_text
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.structural import validate_structure
-from orchestrator.validation import host_rules, model_rules, ops_rules, references, serving_rules, software
+from orchestrator.validation import (
+    host_rules,
+    model_rules,
+    ops_rules,
+    platform_rules,
+    references,
+    serving_rules,
+    software,
+)
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,7 @@ def _semantic(spec: SiteSpec) -> tuple[SitePlan | None, list[Finding]]:
     findings += host_rules.check_tuning(spec)
     findings += host_rules.check_network(spec)
     findings += ops_rules.check(spec)
+    findings += platform_rules.check(spec)
     if not refs_ok:
         return None, findings
     try:

@@ -5,20 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orchestrator.planning.image import DERIVED_BUILD_ARGS
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
 
-DERIVED_BUILD_ARGS = frozenset(
-    {
-        "SOC_VERSION",
-        "COMPILE_CUSTOM_KERNELS",
-        "CANN_VERSION",
-        "VLLM_TAG",
-        "VLLM_ASCEND_TAG",
-        "CANN_QUAY_URL",
-        "BASE_OS",
-    }
-)
 _CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
 _CRON_NAMES = ("minute", "hour", "day of month", "month", "day of week")
 _PERCENT = re.compile(r"^([1-9][0-9]?|100)%$")
@@ -64,7 +54,8 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
                 yield error(
                     ("image", "build_args", key),
                     msg,
-                    f"remove {key}; set software.vllm_ascend.version or the profile's chip instead",
+                    f"remove {key}; set software.vllm_ascend.version, image.base_os, image.base_image or "
+                    "the profile's chip instead",
                     "image",
                 )
     reg = spec.image.registry

@@ -12,10 +12,13 @@ from orchestrator.catalog import (
     ChipFacts,
     Version,
     VllmAscendRelease,
-    firmware_compatible,
+    at_least,
+    cann_requirement,
+    driver_series,
+    firmware_line,
     get_chip,
     get_release,
-    min_driver_for_cann,
+    pair_problem,
 )
 from orchestrator.spec.findings import Finding, SpecPath, error, warning
 from orchestrator.spec.site import SiteSpec
@@ -90,7 +93,7 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
     for chip in chips:
         yield from _check_package(spec, ("software", "driver"), spec.software.driver, chip, "driver")
         yield from _check_package(spec, ("software", "firmware"), spec.software.firmware, chip, "firmware")
-    yield from _check_hdk(spec, release)
+    yield from _check_hdk(spec, release, chips)
 
 
 def _check_os(spec: SiteSpec, chips: list[ChipFacts]) -> Iterator[Finding]:
@@ -150,55 +153,62 @@ def _check_stack(spec: SiteSpec, release: VllmAscendRelease, chips: list[ChipFac
             )
 
 
-def _check_hdk(spec: SiteSpec, release: VllmAscendRelease | None) -> Iterator[Finding]:
+def _check_hdk(
+    spec: SiteSpec, release: VllmAscendRelease | None, chips: list[ChipFacts]
+) -> Iterator[Finding]:
     sw = spec.software
-    driver = Version.parse(sw.driver.version)
-    compatible = firmware_compatible(sw.driver.version, sw.firmware.version)
-    if compatible is False:
+    driver = sw.driver.version
+    problem = pair_problem(None, driver, sw.firmware.version)
+    if problem is not None:
         yield _contradiction(
             spec,
             ("software", "firmware", "version"),
-            f"firmware {sw.firmware.version} is outside the range driver {sw.driver.version} accepts",
-            "use the firmware released with this driver (same HDK release)",
+            f"driver {driver} and firmware {sw.firmware.version} do not accept each other: {problem}",
+            "install the firmware released with this driver (same HDK release)",
         )
-    elif compatible is None:
+    elif driver_series(driver) is None and firmware_line(sw.firmware.version) is None:
         yield warning(
             ("software", "driver", "version"),
-            f"driver {sw.driver.version} is not in the HDK matrix; "
-            "driver/firmware compatibility cannot be checked",
+            f"neither driver {driver} nor firmware {sw.firmware.version} is in the HDK matrix; "
+            "their compatibility cannot be checked",
             "use a listed HDK release",
             "compat",
         )
-    cann_needs: list[tuple[str, str, SpecPath]] = []
+    needs: list[tuple[str, str, SpecPath]] = []
     if release is not None:
-        cann_needs.append(
-            (
-                release.cann,
-                f"vllm-ascend {release.version} uses CANN {release.cann}",
-                ("software", "driver", "version"),
-            )
-        )
-        cann_min = min_driver_for_cann(release.cann)
-        stricter = cann_min is None or Version.parse(release.min_driver) > Version.parse(cann_min)
-        if stricter and Version.parse(release.min_driver) > driver:
-            yield _contradiction(
-                spec,
-                ("software", "driver", "version"),
-                f"vllm-ascend {release.version} needs "
-                f"HDK driver >= {release.min_driver}; driver is {sw.driver.version}",
-                f"upgrade the driver and firmware to HDK {release.min_driver} or newer",
-            )
+        canns = {release.cann: "all chips"} if not chips else {}
+        for chip in chips:
+            if chip.family in release.chips:
+                canns.setdefault(release.cann_for(chip), chip.product)
+        for cann, who in canns.items():
+            why = f"vllm-ascend {release.version} builds the {who} image on CANN {cann}"
+            needs.append((cann, why, ("software", "driver", "version")))
     if sw.cann is not None:
-        cann_needs.append((sw.cann.version, f"host CANN {sw.cann.version}", ("software", "cann", "version")))
-    for cann, why, path in cann_needs:
-        need = min_driver_for_cann(cann)
-        if need is not None and Version.parse(need) > driver:
-            yield _contradiction(
-                spec,
-                path,
-                f"{why}, which needs HDK driver >= {need}; driver is {sw.driver.version}",
-                f"upgrade the driver and firmware to HDK {need} or newer",
-            )
+        needs.append((sw.cann.version, f"host CANN {sw.cann.version}", ("software", "cann", "version")))
+    too_old = False
+    for cann, why, path in needs:
+        req = cann_requirement(cann)
+        if req is None or req.driver_supported(driver):
+            continue
+        older = req.driver_too_old(driver)
+        too_old = too_old or older
+        yield _contradiction(
+            spec,
+            path,
+            f"{why}, which supports HDK drivers {req.describe_range()}; driver {driver} is "
+            f"{'older' if older else 'newer'}",
+            f"{'upgrade' if older else 'use'} the driver and firmware "
+            f"{'to' if older else 'of'} an HDK release in {req.describe_range()} (CANN {req.version} ships "
+            f"with {req.paired_driver})",
+        )
+    if release is not None and not too_old and not at_least(driver, release.min_driver):
+        yield _contradiction(
+            spec,
+            ("software", "driver", "version"),
+            f"vllm-ascend {release.version} needs HDK driver {release.min_driver} or newer; "
+            f"driver is {driver}",
+            f"upgrade the driver and firmware to HDK {release.min_driver} or newer",
+        )
 
 
 def _check_package(

@@ -1,12 +1,58 @@
-"""Capacity planning: memory per NPU for weights, runtime and KV cache, and 'what would fit'."""
+"""Capacity planning: memory per NPU for weights, runtime and KV cache, and 'what would fit'.
+
+The budget is checked against what torch_npu / vLLM report on real devices
+(tests/fixtures/ascend/device_memory.txt), not against the nominal HBM size.
+"""
 
 from __future__ import annotations
 
+import math
+import re
+from pathlib import Path
+
 import pytest
 
-from orchestrator.catalog import get_model
+from orchestrator.catalog import chips_of_family, get_model
 from orchestrator.planning import capacity as cap
 from tests.helpers import validate_data
+
+MEMORY = Path(__file__).resolve().parents[1] / "fixtures" / "ascend" / "device_memory.txt"
+
+
+def reported() -> dict[tuple[str, int], float]:
+    """(chip family, nominal GB) -> the smallest total (GiB) a device of that kind reported."""
+    out: dict[tuple[str, int], float] = {}
+    for line in MEMORY.read_text(encoding="utf-8").splitlines():
+        if line.startswith(("#", "budget")):
+            continue
+        key, _, quote = line.split(" | ", 2)
+        family, gb = key.split()
+        torch = re.search(r"; ([0-9.]+) GiB total capacity", quote)
+        smi = re.search(r" [0-9]+ / ([0-9]+) +\|$", quote)
+        gib = float(torch[1]) if torch else int(smi[1]) / 1024 if smi else math.nan
+        out[(family, int(gb))] = min(gib, out.get((family, int(gb)), math.inf))
+    return out
+
+
+@pytest.mark.parametrize(("family", "gb"), sorted(reported()))
+def test_usable_memory_is_what_the_device_reports(family: str, gb: int) -> None:
+    want = reported()[(family, gb)]
+    chips = [c for c in chips_of_family(family) if gb in c.hbm_gb_allowed]
+    assert chips and all(c.usable_gib(gb) == pytest.approx(want, abs=0.005) for c in chips)
+
+
+def test_budget_is_gpu_memory_utilization_of_the_usable_memory() -> None:
+    # vLLM-Ascend log, 64 GB 910B: "Free memory on device (60.61/60.96 GiB) ... is (0.6, 36.57 GiB)"
+    line = next(ln for ln in MEMORY.read_text(encoding="utf-8").splitlines() if ln.startswith("budget"))
+    m = re.search(
+        r"\((?P<free>[0-9.]+)/(?P<total>[0-9.]+) GiB\).*\((?P<util>[0-9.]+), (?P<gib>[0-9.]+) GiB\)", line
+    )
+    assert m is not None
+    arch = get_model("DeepSeek-R1-Distill-Qwen-7B")
+    c = cap.plan_capacity(
+        arch, "none", 2, cap.Layout(1, 1, 1, False), float(m["total"]), float(m["util"]), 4096, 1, 200
+    )
+    assert c.budget_gib == pytest.approx(float(m["gib"]), abs=0.01)
 
 
 def test_deepseek_weight_sizes_match_published_checkpoints() -> None:
@@ -40,13 +86,14 @@ def test_mla_kv_cache_is_not_split_by_tp_but_gqa_is() -> None:
 
 
 def test_servers_needed_for_r1_w8a8_on_a2_is_two_and_bf16_is_four() -> None:
+    # ../shared/reference/vllm-ascend.md "DeepSeek recipes": R1-W8A8 on 1x A3 (16 dies) or 2x A2 (8 x 64G)
     w8a8 = get_model("DeepSeek-R1-W8A8")
     r1 = get_model("DeepSeek-R1")
-    assert cap.servers_needed(w8a8, "w8a8", 2, 8, 64, 0.92, 16384, 200) == 2
-    assert cap.servers_needed(r1, "none", 2, 8, 64, 0.92, 16384, 200) == 4
-    # an A3 server has 16 dies: one is enough for W8A8, two for BF16 (vllm-ascend recipes)
-    assert cap.servers_needed(w8a8, "w8a8", 2, 16, 64, 0.92, 16384, 200) == 1
-    assert cap.servers_needed(r1, "none", 2, 16, 64, 0.92, 16384, 200) == 2
+    a2, a3 = reported()[("910b", 64)], reported()[("910_93", 64)]
+    assert cap.servers_needed(w8a8, "w8a8", 2, 8, a2, 0.92, 16384, 200) == 2
+    assert cap.servers_needed(r1, "none", 2, 8, a2, 0.92, 16384, 200) == 4
+    assert cap.servers_needed(w8a8, "w8a8", 2, 16, a3, 0.92, 16384, 200, mtp=True) == 1
+    assert cap.servers_needed(r1, "none", 2, 16, a3, 0.92, 16384, 200) == 2
 
 
 def test_r1_w8a8_on_one_a2_is_rejected_with_what_would_fit(pair: dict) -> None:
@@ -87,26 +134,45 @@ def test_full_concurrency_shortfall_is_a_warning_with_the_number_that_fits(singl
     single["serving"]["max_num_seqs"] = 64
     result = validate_data(single)
     assert result.ok
+    # R1-Distill-Qwen-32B (32.8B, 64 layers, 8 KV heads x 128) BF16 at TP4 on 64 GB 910B3, max_model_len 32768
+    s = single["serving"]
+    budget = reported()[("910b", 64)] * s.get("gpu_memory_utilization", 0.9)  # the spec default
+    weights = 32.8e9 * 2 / 4 / 2**30
+    runtime = 1.5 + 2 * 200 / 1024
+    kv = 2 * 64 * (8 // 4) * 128 * 2 * s["max_model_len"] / 2**30
+    fits = math.floor((budget - weights - runtime) / kv)
     (warn,) = [f for f in result.warnings if f.code == "capacity"]
-    assert warn.message.startswith("replicas 'r0', 'r1': the KV cache holds 20 sequences")
-    assert "lower max_num_seqs to 20" in (warn.fix or "")
+    assert warn.message.startswith(f"replicas 'r0', 'r1': the KV cache holds {fits} sequences")
+    assert f"lower max_num_seqs to {fits}" in (warn.fix or "")
 
 
 def test_plan_reports_headroom_and_budget(pair: dict) -> None:
     result = validate_data(pair)
     assert result.plan is not None
     c = result.plan.replicas[0].capacity
-    assert c.budget_gib == pytest.approx(64 * 0.92)
+    assert c.budget_gib == pytest.approx(reported()[("910b", 64)] * 0.92)
+    assert c.usable_gib < 64
     assert c.fits and c.full_concurrency_fits
     assert c.headroom_gib == pytest.approx(c.kv_budget_gib - 8 * c.kv_gib_per_seq)
     assert c.overhead_gib == pytest.approx(1.5 + 2 * 256 / 1024)
 
 
-def test_kv_int8_halves_kv_cache(single: dict) -> None:
-    base = validate_data(single).plan
-    single["serving"]["kv_cache_dtype"] = "int8"
-    half = validate_data(single).plan
+def test_kv_int8_halves_kv_cache_and_renders_no_flag(pair: dict) -> None:
+    base = validate_data(pair).plan
+    pair["serving"]["kv_cache_dtype"] = "int8"
+    result = validate_data(pair)
+    half = result.plan
     assert base is not None and half is not None
     assert half.replicas[0].capacity.kv_gib_per_seq == pytest.approx(
         base.replicas[0].capacity.kv_gib_per_seq / 2
     )
+    # vLLM's --kv-cache-dtype has no int8; vllm-ascend's C8 KV cache comes from the checkpoint
+    assert all("--kv-cache-dtype" not in m.args for m in half.replicas[0].members)
+    (warn,) = [f for f in result.warnings if f.code == "kv-cache"]
+    assert "kv_cache_type C8" in warn.message
+
+
+def test_kv_int8_on_an_unquantized_model_is_refused(single: dict) -> None:
+    single["serving"]["kv_cache_dtype"] = "int8"
+    (err,) = [f for f in validate_data(single).errors if f.code == "kv-cache"]
+    assert err.path == ("serving", "kv_cache_dtype") and "kv_cache_dtype: auto" in (err.fix or "")

@@ -52,19 +52,57 @@ def test_unknown_release_suggests_and_needs_explicit_values_when_allowed(pair: d
     assert {"vllm", "cann", "torch_npu", "python"} <= missing
 
 
-def test_firmware_must_fit_the_driver_and_driver_the_cann(pair: dict) -> None:
-    fw = pair["software"]["firmware"]
-    fw["version"] = "7.1.0.7.220"
-    fw["path"] = "/srv/ascend/Ascend-hdk-910b-npu-firmware_7.1.0.7.220.run"
-    assert any("outside the range driver 25.5.1 accepts" in m for m in _errors(pair))
-    drv = pair["software"]["driver"]
-    drv["version"] = "24.1.rc3"
-    drv["path"] = "/srv/ascend/Ascend-hdk-910b-npu-driver_24.1.rc3_linux-aarch64.run"
-    fw["version"] = "7.5.0.1.129"
-    fw["path"] = "/srv/ascend/Ascend-hdk-910b-npu-firmware_7.5.0.1.129.run"
+def _hdk(data: dict[str, Any], driver: str, firmware: str) -> None:
+    sw = data["software"]
+    sw["driver"].update(
+        version=driver, path=f"/srv/ascend/Ascend-hdk-910b-npu-driver_{driver}_linux-aarch64.run"
+    )
+    sw["firmware"].update(version=firmware, path=f"/srv/ascend/Ascend-hdk-910b-npu-firmware_{firmware}.run")
+
+
+def test_firmware_that_refuses_the_driver_is_an_error(pair: dict) -> None:
+    # firmware 7.5.0.1.129's version.info: compatible_version_drv=[23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.]
+    _hdk(pair, "25.5.1", "7.5.0.1.129")
+    (err,) = [f for f in validate_data(pair).errors if f.path == ("software", "firmware", "version")]
+    assert "firmware 7.5.0.1.129 accepts drivers [23.0.0,23.0.0.],[24.0,24.0.],[24.1,24.1.]" in err.message
+    assert "not 25.5.1" in err.message
+
+
+def test_driver_older_than_the_canns_range_is_an_error(pair: dict) -> None:
+    # CANN 9.1.0 release notes: 9.1.X is N on HDK 25.0.X, Y from 25.2.X (v0.23.0 builds on CANN 9.1.0)
+    _hdk(pair, "25.0.rc1.1", "7.7.0.1.231")
     errs = _errors(pair)
-    assert any("uses CANN 9.1.0, which needs HDK driver >= 25.5.0; driver is 24.1.rc3" in m for m in errs)
-    assert not any("outside the range" in m for m in errs)
+    assert any(
+        "builds the Atlas 800T A2 image on CANN 9.1.0, which supports HDK drivers 25.2.x to 26.2.rc1.x; "
+        "driver 25.0.rc1.1 is older" in m
+        for m in errs
+    ), errs
+    _hdk(pair, "25.2.0", "7.7.0.6.236")
+    assert _errors(pair) == []
+
+
+def test_driver_newer_than_the_canns_range_is_an_error(pair: dict) -> None:
+    # CANN 8.5.0 release notes: HDK 25.5.X, 25.3.X, 25.2.X, 25.0.X (vllm-ascend v0.13.0 builds on 8.5.0)
+    pair["software"]["vllm_ascend"]["version"] = "v0.13.0"
+    _hdk(pair, "26.0.rc1", "7.8.0.6.201")
+    errs = _errors(pair)
+    assert any(
+        "on CANN 8.5.0, which supports HDK drivers 25.0.x to 25.5.x; driver 26.0.rc1 is newer" in m
+        for m in errs
+    )
+
+
+def test_host_cann_is_checked_against_the_driver(pair: dict) -> None:
+    pair["software"]["cann"] = {
+        "version": "8.2.RC1",
+        "path": "/srv/ascend/Ascend-cann-toolkit_8.2.RC1_linux-aarch64.run",
+        "sha256": "0" * 64,
+    }
+    (err,) = [f for f in validate_data(pair).errors if f.path == ("software", "cann", "version")]
+    assert (
+        "host CANN 8.2.RC1, which supports HDK drivers 24.1.rc2.x to 25.2.x; driver 25.5.1 is newer"
+        in err.message
+    )
 
 
 def test_package_names_are_checked_against_chip_version_and_arch(a3: dict) -> None:

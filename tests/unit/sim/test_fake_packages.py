@@ -138,8 +138,8 @@ def test_driver_install_matches_sample_6b_and_creates_the_driver(
         "package_version",
     ]
     assert (
-        "Version=25.0.rc1.1\n" in info and "compatible_version_fw=[7.5.0,7.7.99]" in info
-    )  # catalog hdk.yaml
+        "Version=25.0.rc1.1\n" in info and "compatible_version_fw=[7.0.0,7.7.99]" in info
+    )  # the real 25.0.rc1.1 version.info (tests/fixtures/ascend/version_info)
     assert (tmp_path / "etc/ascend_install.info").read_text(encoding="utf-8").splitlines() == [
         "UserName=root",
         "UserGroup=root",
