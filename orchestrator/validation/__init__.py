@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.planning.build import build_plan
@@ -13,7 +13,16 @@ from orchestrator.spec.findings import Finding, sort_findings
 from orchestrator.spec.loader import Document, load_file, parse_text
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.structural import validate_structure
-from orchestrator.validation import host_rules, model_rules, ops_rules, references, serving_rules, software
+from orchestrator.validation import (
+    host_rules,
+    model_rules,
+    ops_rules,
+    profile_rules,
+    references,
+    serving_rules,
+    software,
+    uniqueness,
+)
 
 
 @dataclass(frozen=True)
@@ -38,9 +47,10 @@ class ValidationResult:
 
 
 def _semantic(spec: SiteSpec) -> tuple[SitePlan | None, list[Finding]]:
-    findings = list(references.check(spec))
+    findings = list(references.check(spec)) + list(uniqueness.check(spec))
     refs_ok = not any(f.is_error for f in findings)
     findings += software.check(spec)
+    findings += profile_rules.check(spec)
     findings += model_rules.check(spec)
     findings += serving_rules.check(spec)
     findings += host_rules.check_tuning(spec)
@@ -97,7 +107,8 @@ def validate_document(doc: Document) -> ValidationResult:
     unique = list(dict.fromkeys(findings))  # per-replica checks may report the same shared field twice
     for f in merge_replica_findings(unique):
         pos = doc.source_map.locate_key(f.path) if f.code == "unknown-key" else doc.source_map.locate(f.path)
-        located.append(f.at(pos))
+        related = tuple(replace(r, position=doc.source_map.locate(r.path)) for r in f.related)
+        located.append(replace(f, position=pos, related=related))
     return ValidationResult(doc.filename, doc, spec, plan, tuple(sort_findings(located)))
 
 
