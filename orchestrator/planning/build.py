@@ -7,7 +7,7 @@ from collections import defaultdict
 from orchestrator.catalog import ModelArch, get_release
 from orchestrator.planning import capacity as cap
 from orchestrator.planning.model import HccnDevice, HostPlan, ImagePlan, ReplicaPlan, SitePlan, StackPlan
-from orchestrator.planning.network import HccnServer, plan_hccn
+from orchestrator.planning.network import HccnServer, HostAddress, plan_hccn
 from orchestrator.planning.resolve import (
     ResolvedProfile,
     effective_dtype,
@@ -15,6 +15,7 @@ from orchestrator.planning.resolve import (
     resolve_profile,
     served_name,
 )
+from orchestrator.planning.roles import role_host
 from orchestrator.planning.topology import plan_replica
 from orchestrator.spec.findings import Finding, SpecPath, error
 from orchestrator.spec.site import SiteSpec
@@ -84,13 +85,24 @@ def _hccn(
     if plan is None:
         return {}, []
     members = []
+    hosts: dict[str, HostAddress] = {}
+    for i, srv in enumerate(spec.servers):
+        hosts.setdefault(
+            str(srv.address),
+            HostAddress(("servers", i, "address"), f"the management address of '{srv.name}'"),
+        )
+        if srv.overrides.hccl_if_ip is not None:
+            hosts.setdefault(
+                str(srv.overrides.hccl_if_ip),
+                HostAddress(("servers", i, "overrides", "hccl_if_ip"), f"the HCCL_IF_IP of '{srv.name}'"),
+            )
     for i, srv in enumerate(spec.servers):
         prof = profiles.get(srv.profile or "")
         if prof is None or not prof.chip.has_roce or "npu" not in srv.roles:
             continue
         explicit = tuple(srv.overrides.hccn_addresses) if srv.overrides.hccn_addresses is not None else None
         members.append(HccnServer(srv.name, i, prof.devices, explicit))
-    return plan_hccn(plan, members)
+    return plan_hccn(plan, members, hosts)
 
 
 def _ports(
@@ -123,10 +135,10 @@ def _ports(
             claims[rep.head.server].append(
                 (RAY_PORT, f"replica {rep.name} Ray head", ("serving", "replicas", r))
             )
-    mon = mon_cfg.host or next((s.name for s in spec.servers if "monitoring" in s.roles), None)
+    mon = role_host(spec, "monitoring")
     if mon_cfg.enabled and mon:
         claims[mon].append((mon_cfg.prometheus_port, "prometheus", ("monitoring", "prometheus_port")))
-    gw = spec.gateway.host or next((s.name for s in spec.servers if "gateway" in s.roles), None)
+    gw = role_host(spec, "gateway")
     if spec.gateway.enabled and gw:
         claims[gw].append((spec.gateway.port, "gateway", ("gateway", "port")))
     findings: list[Finding] = []
