@@ -52,3 +52,11 @@ def errors_at(result: ValidationResult, path: str) -> list[Finding]:
 
 def printed(result: ValidationResult) -> str:
     return "\n".join(format_finding(f, "site.yaml") for f in result.findings)
+
+
+Described = tuple[str, str, str | None, str, list[tuple[str, str]]]
+
+
+def described(f: Finding) -> Described:
+    """A finding as (path, message, fix, code, [(note, related path)]), to compare with a written one."""
+    return (format_path(f.path), f.message, f.fix, f.code, [(r.note, format_path(r.path)) for r in f.related])

@@ -46,7 +46,7 @@ class _Nic:
     address: IPv4Address
     path: SpecPath  # the explicit address, or the subnet the plan took it from
     explicit: bool
-    subnet: int | None  # index in plan.subnets
+    subnet: int  # index in plan.subnets
 
     @property
     def who(self) -> str:
@@ -68,7 +68,8 @@ def check_subnets(plan: HccnPlan) -> list[Finding]:
             if later.cidr == earlier.cidr:
                 message = f"subnet {later.cidr} is listed twice (also subnets[{i}])"
             else:
-                inner = later.cidr if later.cidr.prefixlen >= earlier.cidr.prefixlen else earlier.cidr
+                # overlapping CIDRs nest; the inner one sorts last (higher address, or same and longer mask)
+                inner = max(later.cidr, earlier.cidr)
                 message = f"subnet {later.cidr} overlaps subnets[{i}] {earlier.cidr} (both contain {inner})"
             findings.append(
                 error(
@@ -88,12 +89,12 @@ def _nics(plan: HccnPlan, servers: list[HccnServer], result: dict[str, tuple[Hcc
     for srv in servers:
         for dev in result.get(srv.name, ()):
             addr = IPv4Address(dev.address)
-            home = subnet_of(plan, addr)
-            k = plan.subnets.index(home) if home is not None else None
+            # the plan only holds addresses inside a subnet (explicit ones outside are reported and dropped)
+            k = next(i for i, s in enumerate(plan.subnets) if addr in s.cidr)
             if srv.explicit is not None:
                 path: SpecPath = ("servers", srv.spec_index, "overrides", "hccn_addresses", dev.index)
             else:
-                path = (*_SUBNETS, k, "cidr") if k is not None else ("network", "hccn")
+                path = (*_SUBNETS, k, "cidr")
             out.append(_Nic(srv.name, dev.index, addr, path, srv.explicit is not None, k))
     return out
 
@@ -119,8 +120,8 @@ def _gateways(plan: HccnPlan) -> tuple[list[Finding], dict[IPv4Address, tuple[Sp
 
 
 def _host_part(plan: HccnPlan, nic: _Nic) -> list[Finding]:
-    home = plan.subnets[nic.subnet].cidr if nic.subnet is not None else None
-    if home is None or nic.address not in (home.network_address, home.broadcast_address):
+    home = plan.subnets[nic.subnet].cidr
+    if nic.address not in (home.network_address, home.broadcast_address):
         return []
     which = "network" if nic.address == home.network_address else "broadcast"
     first, last = home.network_address + 1, home.broadcast_address - 1

@@ -39,9 +39,9 @@ def host_address(cidr: IPv4Network, host_number: int) -> IPv4Address | None:
 
 
 def _last_host(cidr: IPv4Network) -> str:
-    last = cidr.num_addresses - 2
-    if last < 1:
+    if cidr.prefixlen > 30:  # a /31 or /32 has no address besides the network and broadcast ones
         return f"a /{cidr.prefixlen} has no host addresses"
+    last = cidr.num_addresses - 2
     return f"the last host number of a /{cidr.prefixlen} is {last} ({cidr.network_address + last})"
 
 
@@ -110,8 +110,8 @@ def plan_hccn(
     overlaps = check_subnets(plan)
     if overlaps:  # every address below would be ambiguous
         return result, overlaps
-    k = len(plan.subnets)
-    slots_per_server = [math.ceil(s.devices / k) if plan.plan == "per_index" else s.devices for s in servers]
+    k = len(plan.subnets)  # per_index: device d in subnets[d % k]; single_subnet: k == 1, all in subnets[0]
+    slots_per_server = [math.ceil(s.devices / k) for s in servers]
     for order, srv in enumerate(servers):
         if srv.explicit is not None or plan.plan == "explicit":
             explicit, found = _explicit(plan, srv)
@@ -121,8 +121,8 @@ def plan_hccn(
             continue
         devices: list[HccnDevice] = []
         for d in range(srv.devices):
-            subnet = plan.subnets[d % k] if plan.plan == "per_index" else plan.subnets[0]
-            slot = d // k if plan.plan == "per_index" else d
+            subnet = plan.subnets[d % k]
+            slot = d // k
             # servers may have different device counts: number them after all earlier servers' slots
             host_number = plan.first_host + sum(slots_per_server[:order]) + slot
             addr = host_address(subnet.cidr, host_number)

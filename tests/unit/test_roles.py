@@ -59,9 +59,15 @@ def _phase_hosts(result: Any) -> dict[str, tuple[str, ...]]:
                 "roles1": ", roles: [npu, build]",
                 "roles2": ", roles: [npu, build]",
                 "extra": "image: {build_host: a2-02}\ngateway: {enabled: true, host: edge-02}\n"
-                "monitoring: {host: edge-02}\n",
+                "monitoring: {host: edge-01}\n",
             },
             "a2-02",
+            "edge-02",
+            "edge-01",
+        ),
+        (
+            {"extra": "gateway: {enabled: true, host: edge-02}\nmonitoring: {host: edge-02}\n"},
+            "a2-01",
             "edge-02",
             "edge-02",
         ),

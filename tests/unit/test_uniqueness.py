@@ -6,7 +6,13 @@ Every spec here is literal YAML; the expected lines, columns and messages are re
 from __future__ import annotations
 
 from orchestrator.spec.findings import Position
-from tests.spec_text import check, errors_at, printed
+from tests.spec_text import check, described, errors_at, printed
+
+FIX_IF_IP = (
+    "HCCL_IF_IP is an address of the server itself (its host NIC for HCCL): set "
+    "servers[{k}].overrides.hccl_if_ip to an address of '{name}', or leave it out to use its "
+    "management address"
+)
 
 SERVING = """\
         serving:
@@ -77,9 +83,14 @@ def test_hccl_if_ip_that_is_another_servers_management_address() -> None:
         SERVING,
     )
     (found,) = result.errors
-    assert found.path == ("servers", 1, "overrides", "hccl_if_ip") and found.position == Position(13, 29)
-    assert found.message == (
-        "HCCL_IF_IP 10.0.0.11 of server 'a2-02' is also the management address of server 'a2-01' (servers[0])"
+    assert found.position == Position(13, 29)
+    assert described(found) == (
+        "servers[1].overrides.hccl_if_ip",
+        "HCCL_IF_IP 10.0.0.11 of server 'a2-02' is also the management address of server 'a2-01' "
+        "(servers[0])",
+        FIX_IF_IP.format(k=1, name="a2-02"),
+        "unique",
+        [("first defined", "servers[0].address")],
     )
     assert [r.position for r in found.related] == [Position(7, 14)]
 
@@ -104,12 +115,14 @@ def test_management_address_that_an_earlier_server_took_as_hccl_if_ip_names_the_
         SERVING,
     )
     (found,) = result.errors
-    assert found.path == ("servers", 1, "address") and found.position == Position(12, 14)
-    assert found.message == (
-        "management address 10.0.0.12 of server 'a2-02' is also the HCCL_IF_IP of server 'a2-01' (servers[0])"
-    )
-    assert (
-        found.fix is not None and "set servers[0].overrides.hccl_if_ip to an address of 'a2-01'" in found.fix
+    assert found.position == Position(12, 14)
+    assert described(found) == (
+        "servers[1].address",
+        "management address 10.0.0.12 of server 'a2-02' is also the HCCL_IF_IP of server 'a2-01' "
+        "(servers[0])",
+        FIX_IF_IP.format(k=0, name="a2-01"),
+        "unique",
+        [("first defined", "servers[0].overrides.hccl_if_ip")],
     )
     assert [r.position for r in found.related] == [Position(10, 29)]
 
@@ -194,7 +207,15 @@ def test_duplicate_replica_name() -> None:
         """
     )
     found = errors_at(result, "serving.replicas[1].name")
-    assert [f.message for f in found] == ["replica name 'r1' is used twice (also serving.replicas[0])"]
+    assert [described(f) for f in found] == [
+        (
+            "serving.replicas[1].name",
+            "replica name 'r1' is used twice (also serving.replicas[0])",
+            "give every replica a unique name: it names the container and the inventory group",
+            "unique",
+            [("first defined", "serving.replicas[0].name")],
+        )
+    ]
     assert found[0].position == Position(17, 13)
     assert [r.position for r in found[0].related] == [Position(14, 13)]
 
@@ -229,12 +250,16 @@ def test_same_address_and_ssh_port_is_one_machine_listed_twice() -> None:
         )
     )
     (found,) = result.errors
-    assert found.path == ("servers", 2, "address") and found.position == Position(11, 29)
-    assert found.message == (
+    assert found.position == Position(11, 29)
+    assert described(found) == (
+        "servers[2].address",
         "address 10.0.0.5 is already used by servers[1] (gw-01) with the same SSH port 22: "
-        "both entries reach the same machine"
+        "both entries reach the same machine",
+        "give every server its own management address; list a machine once, with all its roles "
+        "(e.g. roles: [npu, build])",
+        "unique",
+        [("first defined", "servers[1].address")],
     )
-    assert found.fix is not None and "list a machine once, with all its roles" in found.fix
     assert [r.position for r in found.related] == [Position(10, 28)]
 
 
@@ -256,12 +281,40 @@ def test_same_address_with_other_ssh_port_is_refused_for_an_npu_server() -> None
         )
     )
     (found,) = result.errors
-    assert found.path == ("servers", 1, "address") and found.position == Position(10, 28)
-    assert found.message == (
+    assert found.position == Position(10, 28)
+    assert described(found) == (
+        "servers[1].address",
         "address 10.0.0.11 is already used by servers[0] (a2-01) (SSH ports 22 and 2201); an NPU server's "
-        "address is also its serving address (vLLM --host, data-parallel address, default HCCL_IF_IP)"
+        "address is also its serving address (vLLM --host, data-parallel address, default HCCL_IF_IP)",
+        "give every NPU server its own address, reachable from the other servers",
+        "unique",
+        [("first defined", "servers[0].address")],
     )
     assert [r.position for r in found.related] == [Position(7, 14)]
+
+
+def test_an_npu_server_behind_the_address_of_an_earlier_gateway_is_refused() -> None:
+    result = check(
+        """
+        site: lab
+        profiles:
+          a2:
+            chip: 910B3
+        servers:
+          - {name: gw-01, address: 10.0.0.5, ssh_port: 2201, roles: [gateway, monitoring]}
+          - {name: a2-01, address: 10.0.0.5, profile: a2, roles: [npu, build]}
+        serving:
+          parallelism: {tp: 8}
+          replicas:
+            - {name: r1, servers: [a2-01]}
+        """
+    )
+    assert [(described(f)[0], f.message.split(";")[0]) for f in result.errors] == [
+        (
+            "servers[1].address",
+            "address 10.0.0.5 is already used by servers[0] (gw-01) (SSH ports 2201 and 22)",
+        )
+    ]
 
 
 def test_duplicate_profile_name_is_a_duplicate_key_at_the_second_definition() -> None:
