@@ -18,12 +18,13 @@ from orchestrator.cli.output import console, print_findings, print_plan, summary
 from orchestrator.cli.sim_cmds import sim_app
 from orchestrator.cli.sites import ROOT_ENV, SiteNotFound, example_sites, resolve_site, set_root
 from orchestrator.planning.phases import plan_phases
-from orchestrator.render import render, render_texts
+from orchestrator.render import RenderConflict, RenderOutcome, render_inventory, render_texts
 from orchestrator.spec.docs import spec_reference
 from orchestrator.spec.site import SiteSpec
 from orchestrator.validation import ValidationResult, validate_file
 
 EXIT_INVALID = exits.INVALID_SPEC
+EXIT_CANTCREAT = exits.CANT_CREATE
 
 app = typer.Typer(
     add_completion=False,
@@ -115,13 +116,35 @@ def validate(
 def render_cmd(
     site: SiteArg,
     out: Annotated[Path | None, typer.Option(help="Output folder (default: beside the spec).")] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Replace (or remove) inventory files edited by hand since render wrote them."
+        ),
+    ] = False,
 ) -> None:
-    """Write the Ansible inventory (hosts.yml, group_vars/, host_vars/) beside the spec."""
+    """Write the Ansible inventory (hosts.yml, group_vars/, host_vars/) beside the spec.
+
+    Only files render wrote are replaced or removed (recorded in .inventory-manifest.json); your own files
+    in the folder (vault.yml, custom group_vars) are left alone.
+    """
     result = _load(site)
     _report(result, quiet=True)
     target = out or Path(result.filename).parent
-    written = render(result, target)
-    console().print(f"rendered {len(written)} files into {target}", markup=False)
+    outcome = _render_into(result, target, force)
+    console().print(f"rendered {len(outcome.files)} files into {target}", markup=False)
+
+
+def _render_into(result: ValidationResult, target: Path, force: bool = False) -> RenderOutcome:
+    err = console(stderr=True)
+    try:
+        outcome = render_inventory(result, target, force)
+    except RenderConflict as exc:
+        err.print(str(exc), markup=False, style="bold red")
+        raise typer.Exit(EXIT_CANTCREAT) from None
+    for rel in outcome.forced:
+        err.print(f"warning: {target / rel} was edited by hand; replaced or removed (--force)", markup=False)
+    return outcome
 
 
 @app.command()
@@ -188,7 +211,7 @@ def examples(
         print_plan(con, result.plan)
         if write or out is not None:
             target = out / path.parent.name if out else path.parent
-            written = render(result, target)
+            written = _render_into(result, target).files
             con.print(f"rendered {len(written)} files into {target}", markup=False)
         else:
             changed = _stale_files(path.parent, render_texts(result))

@@ -9,4 +9,5 @@ HOSTS_UNREACHABLE = 4  # a host could not be reached
 USAGE = 64  # bad command line (EX_USAGE)
 NO_SITE = 66  # no such site or spec file (EX_NOINPUT)
 INTERNAL = 70  # a bug in orchestrator (EX_SOFTWARE)
+CANT_CREATE = 73  # render refused to overwrite a file it does not own (EX_CANTCREAT)
 INTERRUPTED = 130  # SIGINT / SIGTERM

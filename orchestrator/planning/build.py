@@ -8,7 +8,7 @@ from orchestrator.catalog import ModelArch, get_release
 from orchestrator.planning import capacity as cap
 from orchestrator.planning.image import image_plans
 from orchestrator.planning.model import HccnDevice, HostPlan, ReplicaPlan, SitePlan, StackPlan
-from orchestrator.planning.network import HccnServer, plan_hccn
+from orchestrator.planning.network import HccnServer, HostAddress, plan_hccn
 from orchestrator.planning.resolve import (
     ResolvedProfile,
     effective_dtype,
@@ -16,6 +16,7 @@ from orchestrator.planning.resolve import (
     resolve_profile,
     served_name,
 )
+from orchestrator.planning.roles import role_host
 from orchestrator.planning.serve_args import RAY_GCS_PORT
 from orchestrator.planning.topology import plan_replica
 from orchestrator.planning.tuning import tuning_plan
@@ -47,13 +48,24 @@ def _hccn(
     if plan is None:
         return {}, []
     members = []
+    hosts: dict[str, HostAddress] = {}
+    for i, srv in enumerate(spec.servers):
+        hosts.setdefault(
+            str(srv.address),
+            HostAddress(("servers", i, "address"), f"the management address of '{srv.name}'"),
+        )
+        if srv.overrides.hccl_if_ip is not None:
+            hosts.setdefault(
+                str(srv.overrides.hccl_if_ip),
+                HostAddress(("servers", i, "overrides", "hccl_if_ip"), f"the HCCL_IF_IP of '{srv.name}'"),
+            )
     for i, srv in enumerate(spec.servers):
         prof = profiles.get(srv.profile or "")
         if prof is None or not prof.chip.has_roce or "npu" not in srv.roles:
             continue
         explicit = tuple(srv.overrides.hccn_addresses) if srv.overrides.hccn_addresses is not None else None
         members.append(HccnServer(srv.name, i, prof.devices, explicit))
-    return plan_hccn(plan, members)
+    return plan_hccn(plan, members, hosts)
 
 
 def _ports(
@@ -86,10 +98,10 @@ def _ports(
             claims[rep.head.server].append(
                 (RAY_GCS_PORT, f"replica {rep.name} Ray head", ("serving", "replicas", r))
             )
-    mon = mon_cfg.host or next((s.name for s in spec.servers if "monitoring" in s.roles), None)
+    mon = role_host(spec, "monitoring")
     if mon_cfg.enabled and mon:
         claims[mon].append((mon_cfg.prometheus_port, "prometheus", ("monitoring", "prometheus_port")))
-    gw = spec.gateway.host or next((s.name for s in spec.servers if "gateway" in s.roles), None)
+    gw = role_host(spec, "gateway")
     if spec.gateway.enabled and gw:
         claims[gw].append((spec.gateway.port, "gateway", ("gateway", "port")))
     findings: list[Finding] = []

@@ -3,26 +3,21 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
 from ipaddress import IPv4Address, IPv4Network
 
+from orchestrator.planning.hccn_checks import (
+    HccnServer,
+    HostAddress,
+    check_addresses,
+    check_subnets,
+    subnet_of,
+)
 from orchestrator.planning.model import HccnDevice
 from orchestrator.spec.findings import Finding, SpecPath, error
 from orchestrator.spec.network import HccnPlan, HccnSubnet
 
-
-@dataclass(frozen=True)
-class HccnServer:
-    """A server that takes part in the HCCN plan, in plan order."""
-
-    name: str
-    spec_index: int  # index in spec.servers, for error paths
-    devices: int
-    explicit: tuple[IPv4Address, ...] | None
-
-
-def _subnet_of(plan: HccnPlan, address: IPv4Address) -> HccnSubnet | None:
-    return next((s for s in plan.subnets if address in s.cidr), None)
+__all__ = ["HccnServer", "HostAddress", "host_address", "plan_hccn"]
 
 
 def _device(index: int, address: IPv4Address, subnet: HccnSubnet) -> HccnDevice:
@@ -36,16 +31,60 @@ def _device(index: int, address: IPv4Address, subnet: HccnSubnet) -> HccnDevice:
     )
 
 
-def _host_address(cidr: IPv4Network, host_number: int) -> IPv4Address | None:
+def host_address(cidr: IPv4Network, host_number: int) -> IPv4Address | None:
+    """The host_number-th address of cidr, or None when it is the broadcast address or beyond."""
     if host_number >= cidr.num_addresses - 1:  # the last address is the broadcast address
         return None
     return cidr.network_address + host_number
 
 
+def _last_host(cidr: IPv4Network) -> str:
+    if cidr.prefixlen > 30:  # a /31 or /32 has no address besides the network and broadcast ones
+        return f"a /{cidr.prefixlen} has no host addresses"
+    last = cidr.num_addresses - 2
+    return f"the last host number of a /{cidr.prefixlen} is {last} ({cidr.network_address + last})"
+
+
+def _explicit(plan: HccnPlan, srv: HccnServer) -> tuple[list[HccnDevice] | None, list[Finding]]:
+    where: SpecPath = ("servers", srv.spec_index, "overrides", "hccn_addresses")
+    addrs = srv.explicit or ()
+    if len(addrs) != srv.devices:
+        return None, [
+            error(
+                where,
+                f"server '{srv.name}' has {srv.devices} NPU devices but {len(addrs)} HCCN addresses",
+                f"list exactly {srv.devices} addresses, one per device index",
+                "hccn",
+            )
+        ]
+    devices: list[HccnDevice] = []
+    findings: list[Finding] = []
+    for d, given in enumerate(addrs):
+        found = subnet_of(plan, given)
+        if found is None:
+            findings.append(
+                error(
+                    (*where, d),
+                    f"address {given} is in none of the HCCN subnets "
+                    f"({', '.join(str(s.cidr) for s in plan.subnets)})",
+                    "pick an address inside one of network.hccn.subnets",
+                    "hccn",
+                )
+            )
+            continue
+        devices.append(_device(d, given, found))
+    return devices, findings
+
+
 def plan_hccn(
-    plan: HccnPlan, servers: list[HccnServer]
+    plan: HccnPlan,
+    servers: list[HccnServer],
+    host_addresses: Mapping[str, HostAddress] | None = None,
 ) -> tuple[dict[str, tuple[HccnDevice, ...]], list[Finding]]:
-    """Addresses per server, plus findings for plans that cannot be laid out."""
+    """Addresses per server, plus findings for plans that cannot be laid out.
+
+    host_addresses: the site's host addresses (management, HCCL_IF_IP) that no NPU NIC may take.
+    """
     findings: list[Finding] = []
     result: dict[str, tuple[HccnDevice, ...]] = {}
     base: SpecPath = ("network", "hccn")
@@ -68,117 +107,39 @@ def plan_hccn(
             )
         )
         return result, findings
-    k = len(plan.subnets)
-    slots_per_server = [math.ceil(s.devices / k) if plan.plan == "per_index" else s.devices for s in servers]
+    overlaps = check_subnets(plan)
+    if overlaps:  # every address below would be ambiguous
+        return result, overlaps
+    k = len(plan.subnets)  # per_index: device d in subnets[d % k]; single_subnet: k == 1, all in subnets[0]
+    slots_per_server = [math.ceil(s.devices / k) for s in servers]
     for order, srv in enumerate(servers):
-        devices: list[HccnDevice] = []
         if srv.explicit is not None or plan.plan == "explicit":
-            where: SpecPath = ("servers", srv.spec_index, "overrides", "hccn_addresses")
-            addrs = srv.explicit or ()
-            if len(addrs) != srv.devices:
+            explicit, found = _explicit(plan, srv)
+            findings.extend(found)
+            if explicit is not None:
+                result[srv.name] = tuple(explicit)
+            continue
+        devices: list[HccnDevice] = []
+        for d in range(srv.devices):
+            subnet = plan.subnets[d % k]
+            slot = d // k
+            # servers may have different device counts: number them after all earlier servers' slots
+            host_number = plan.first_host + sum(slots_per_server[:order]) + slot
+            addr = host_address(subnet.cidr, host_number)
+            if addr is None:
+                needed = plan.first_host + sum(slots_per_server) - 1
                 findings.append(
                     error(
-                        where,
-                        f"server '{srv.name}' has {srv.devices} NPU devices but {len(addrs)} HCCN addresses",
-                        f"list exactly {srv.devices} addresses, one per device index",
+                        (*base, "subnets", plan.subnets.index(subnet), "cidr"),
+                        f"subnet {subnet.cidr} is too small: the plan needs host numbers up "
+                        f"to {needed} ({len(servers)} servers, {sum(slots_per_server)} addresses "
+                        f"per subnet from first_host {plan.first_host}), {_last_host(subnet.cidr)}",
+                        "use a larger subnet (e.g. a /24) or lower first_host",
                         "hccn",
                     )
                 )
-                continue
-            for d, given in enumerate(addrs):
-                found = _subnet_of(plan, given)
-                if found is None:
-                    findings.append(
-                        error(
-                            (*where, d),
-                            f"address {given} is in none of the HCCN subnets "
-                            f"({', '.join(str(s.cidr) for s in plan.subnets)})",
-                            "pick an address inside one of network.hccn.subnets",
-                            "hccn",
-                        )
-                    )
-                    continue
-                devices.append(_device(d, given, found))
-        else:
-            for d in range(srv.devices):
-                subnet = plan.subnets[d % k] if plan.plan == "per_index" else plan.subnets[0]
-                slot = d // k if plan.plan == "per_index" else d
-                # servers may have different device counts: number them after all earlier servers' slots
-                host_number = plan.first_host + sum(slots_per_server[:order]) + slot
-                addr = _host_address(subnet.cidr, host_number)
-                if addr is None:
-                    needed = plan.first_host + sum(slots_per_server)
-                    findings.append(
-                        error(
-                            (*base, "subnets", plan.subnets.index(subnet), "cidr"),
-                            f"subnet {subnet.cidr} is too small: the plan needs host numbers up "
-                            f"to {needed} ({len(servers)} servers, {sum(slots_per_server)} addresses "
-                            f"per subnet from first_host {plan.first_host})",
-                            "use a larger subnet (e.g. a /24) or lower first_host",
-                            "hccn",
-                        )
-                    )
-                    return result, findings
-                devices.append(_device(d, addr, subnet))
+                return result, findings
+            devices.append(_device(d, addr, subnet))
         result[srv.name] = tuple(devices)
-    findings.extend(check_addresses(plan, servers, result))
+    findings.extend(check_addresses(plan, servers, result, host_addresses or {}))
     return result, findings
-
-
-def check_addresses(
-    plan: HccnPlan, servers: list[HccnServer], result: dict[str, tuple[HccnDevice, ...]]
-) -> list[Finding]:
-    findings: list[Finding] = []
-    seen: dict[str, str] = {}
-    index = {s.name: s.spec_index for s in servers}
-    for i, subnet in enumerate(plan.subnets):
-        for label, addr in (("gateway", subnet.gateway), ("netdetect", subnet.netdetect)):
-            if addr is not None and addr not in subnet.cidr:
-                findings.append(
-                    error(
-                        ("network", "hccn", "subnets", i, label),
-                        f"{label} {addr} is outside its subnet {subnet.cidr}",
-                        f"use an address inside {subnet.cidr}",
-                        "hccn",
-                    )
-                )
-    reserved = {str(s.gateway) for s in plan.subnets if s.gateway} | {
-        str(s.netdetect) for s in plan.subnets if s.netdetect
-    }
-    for name, devices in result.items():
-        for dev in devices:
-            path: SpecPath = ("servers", index[name], "overrides", "hccn_addresses", dev.index)
-            addr = IPv4Address(dev.address)
-            home = _subnet_of(plan, addr)
-            if home is not None and addr in (home.cidr.network_address, home.cidr.broadcast_address):
-                findings.append(
-                    error(
-                        path,
-                        f"{addr} is the network or broadcast address of {home.cidr}",
-                        "use a host address",
-                        "hccn",
-                    )
-                )
-            if dev.address in reserved:
-                findings.append(
-                    error(
-                        path,
-                        f"NPU {dev.index} of '{name}' would get {addr}, which is the HCCN "
-                        "gateway/netdetect address",
-                        "raise network.hccn.first_host or move the gateway",
-                        "hccn",
-                    )
-                )
-            if dev.address in seen:
-                findings.append(
-                    error(
-                        path,
-                        f"HCCN address {addr} of '{name}' NPU {dev.index} is already used "
-                        f"by {seen[dev.address]}",
-                        "give every NPU NIC its own address",
-                        "hccn",
-                    )
-                )
-            else:
-                seen[dev.address] = f"'{name}' NPU {dev.index}"
-    return findings

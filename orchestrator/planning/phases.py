@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orchestrator.planning.model import SitePlan
+from orchestrator.planning.roles import hosts_with_role, role_host
 from orchestrator.planning.tuning import tuning_plan
 from orchestrator.spec.site import SiteSpec
 
@@ -21,20 +22,16 @@ class Phase:
         return not self.hosts
 
 
-def _hosts(spec: SiteSpec, role: str) -> tuple[str, ...]:
-    return tuple(s.name for s in spec.servers if role in s.roles)
-
-
 def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
-    npu = _hosts(spec, "npu")
+    npu = hosts_with_role(spec, "npu")
     everyone = tuple(s.name for s in spec.servers)
     sw, t = spec.software, spec.tuning
     chips = sorted({h.chip for h in plan.hosts if h.chip})
     devices = sum(h.devices for h in plan.hosts if "npu" in h.roles)
     hccn = [d for h in plan.hosts for d in h.hccn]
-    build = spec.image.build_host or next(iter(_hosts(spec, "build")), npu[0] if npu else "")
-    gw = spec.gateway.host or next(iter(_hosts(spec, "gateway")), None)
-    mon = spec.monitoring.host or next(iter(_hosts(spec, "monitoring")), None)
+    build = role_host(spec, "build") or ""
+    gw = role_host(spec, "gateway")
+    mon = role_host(spec, "monitoring")
     tp = plan.tuning or tuning_plan(spec)
     tuning = [
         f"governor {t.cpu_governor}" if t.cpu_governor else "",

@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.render.inventory import inventory_files
-from orchestrator.render.writer import render_text, write_atomic
+from orchestrator.render.writer import RenderConflict, RenderOutcome, render_text, write_inventory
 from orchestrator.validation import ValidationResult
+
+__all__ = ["RenderConflict", "RenderOutcome", "render", "render_inventory", "render_texts"]
 
 
 def render_texts(result: ValidationResult) -> dict[str, str]:
@@ -17,5 +19,14 @@ def render_texts(result: ValidationResult) -> dict[str, str]:
     return render_text(files, Path(result.filename).name, result.document.sha256)
 
 
+def render_inventory(result: ValidationResult, out_dir: Path, force: bool = False) -> RenderOutcome:
+    """Write the inventory into out_dir; RenderConflict (nothing written) when a file there is not render's
+    or was edited by hand (force replaces edited files of render's own, never someone else's)."""
+    texts = render_texts(result)
+    sha = result.document.sha256 if result.document is not None else None
+    return write_inventory(out_dir, texts, spec_name=Path(result.filename).name, spec_sha256=sha, force=force)
+
+
 def render(result: ValidationResult, out_dir: Path) -> list[Path]:
-    return write_atomic(out_dir, render_texts(result))
+    """render_inventory without force; the files of the inventory (the manifest not included)."""
+    return list(render_inventory(result, out_dir).files)

@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SitePlan
+from orchestrator.planning.roles import SITE_ROLES, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.software import PackageSource
@@ -37,12 +38,12 @@ def _package(pkg: PackageSource) -> dict[str, Any]:
 
 def _groups(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     children: dict[str, Any] = {}
-    for role in ("npu", "build", "gateway", "monitoring"):
-        hosts = [s.name for s in spec.servers if role in s.roles]
-        if role == "build" and not hosts and spec.image.build_host is None:
-            hosts = [next(s.name for s in spec.servers if "npu" in s.roles)]
-        if role == "build" and spec.image.build_host:
-            hosts = [spec.image.build_host]
+    children["npu"] = {"hosts": dict.fromkeys(hosts_with_role(spec, "npu"))}
+    for role in SITE_ROLES:
+        hosts = hosts_with_role(spec, role)
+        if not hosts:  # the image is built on the first NPU server when no server has role 'build'
+            chosen = role_host(spec, role)
+            hosts = (chosen,) if chosen else ()
         children[role] = {"hosts": dict.fromkeys(hosts)}
     groups: dict[str, list[str]] = {}
     for rep in plan.replicas:

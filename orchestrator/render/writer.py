@@ -1,19 +1,25 @@
-"""Write rendered inventory files deterministically and atomically."""
+"""Write rendered inventory files deterministically and atomically, touching only what render owns."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from orchestrator.render.inventory import Files
-
-MANAGED_ORDER = ("group_vars", "host_vars", "hosts.yml")
-
+from orchestrator.render.manifest import (
+    MANIFEST,
+    Problem,
+    build_manifest,
+    file_state,
+    plan_changes,
+    read_manifest,
+)
 
 try:  # the C emitter is ~7x faster and byte-identical for our content
     from yaml import CSafeDumper as _BaseDumper
@@ -60,51 +66,116 @@ def render_text(files: Files, spec_name: str, spec_sha256: str) -> dict[str, str
     return {rel: head + dump(content) for rel, content in files.items()}
 
 
-def write_atomic(out_dir: Path, texts: dict[str, str]) -> list[Path]:
-    """Write the managed files into a staging folder, then swap the managed entries into place.
+class RenderConflict(Exception):
+    """Render would overwrite or remove a file it does not own, or one edited by hand; nothing was written."""
 
-    Old entries are moved into a backup folder first; if any swap fails, every entry already swapped is
-    put back, so the previous inventory survives intact. hosts.yml is swapped last, so a reader that sees
-    the new hosts.yml also sees the new group_vars/ and host_vars/. Host files of removed hosts disappear
-    with the old folders.
+    def __init__(self, out_dir: Path, problems: list[Problem]) -> None:
+        self.out_dir = out_dir
+        self.problems = problems
+        lines = [f"render: refusing to write into {out_dir}; nothing was changed:"]
+        for p in problems:
+            lines += [f"  {p.rel}: {p.reason}", f"    fix: {p.fix}"]
+        super().__init__("\n".join(lines))
+
+
+@dataclass(frozen=True)
+class RenderOutcome:
+    files: tuple[Path, ...]  # every file of the rendered inventory
+    manifest: Path  # the record of those files (.inventory-manifest.json)
+    written: tuple[str, ...]  # relative paths written (new or changed)
+    removed: tuple[str, ...]  # stale files of render's own that were removed
+    forced: tuple[str, ...]  # files edited by hand that were replaced or removed because of force
+
+
+def _order(rel: str) -> tuple[int, str]:
+    """group_vars/ and host_vars/ first, hosts.yml after them, the manifest last."""
+    rank = {"group_vars": 0, "host_vars": 1, "hosts.yml": 2, MANIFEST: 3}
+    return rank.get(rel.split("/", 1)[0], 1), rel
+
+
+def write_inventory(
+    out_dir: Path,
+    texts: dict[str, str],
+    *,
+    spec_name: str | None = None,
+    spec_sha256: str | None = None,
+    force: bool = False,
+) -> RenderOutcome:
+    """Write the inventory files, remove render's stale ones, and record them in the manifest, atomically.
+
+    Ownership (manifest.py) is decided before anything is touched; RenderConflict leaves the folder as it
+    was. Each changed file is moved aside into a backup folder and replaced by its staged new text; if any
+    step fails, every step done so far is undone, so the previous inventory survives intact. hosts.yml
+    is replaced after group_vars/ and host_vars/, the manifest last.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
+    manifest = read_manifest(out_dir)
+    changes = plan_changes(out_dir, texts, manifest, force)
+    if (out_dir / MANIFEST).is_dir() and not (out_dir / MANIFEST).is_symlink():
+        changes.problems.append(Problem(MANIFEST, "is a folder", "move it: render records its files there"))
+    if changes.problems:
+        raise RenderConflict(out_dir, changes.problems)
+    record = build_manifest(texts, spec_name, spec_sha256).text()
+    ops: dict[str, str | None] = {rel: texts[rel] for rel in changes.write}
+    ops.update(dict.fromkeys(changes.remove))
+    if (out_dir / MANIFEST).is_symlink() or file_state(out_dir, MANIFEST, record, None) != "same":
+        ops[MANIFEST] = record
+    if ops:
+        _swap(out_dir, sorted(ops.items(), key=lambda op: _order(op[0])))
+    return RenderOutcome(
+        files=tuple(sorted(out_dir / rel for rel in texts)),
+        manifest=out_dir / MANIFEST,
+        written=tuple(sorted(changes.write)),
+        removed=tuple(sorted(changes.remove)),
+        forced=tuple(sorted(changes.forced)),
+    )
+
+
+def write_atomic(out_dir: Path, texts: dict[str, str], *, force: bool = False) -> list[Path]:
+    """write_inventory without a spec name in the manifest; the files of the inventory."""
+    return list(write_inventory(out_dir, texts, force=force).files)
+
+
+def _swap(out_dir: Path, ops: list[tuple[str, str | None]]) -> None:
     staging = Path(tempfile.mkdtemp(prefix=".render-new-", dir=out_dir))
     backup = Path(tempfile.mkdtemp(prefix=".render-old-", dir=out_dir))
-    swapped: list[str] = []
+    done: list[tuple[str, bool]] = []  # (relative path, an old file was moved into the backup)
+    created: list[Path] = []
     try:
-        for rel, text in texts.items():
-            target = staging / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text, encoding="utf-8")
-        for sub in ("group_vars", "host_vars"):
-            (staging / sub).mkdir(exist_ok=True)
+        for rel, text in ops:
+            if text is not None:
+                staged = staging / rel
+                staged.parent.mkdir(parents=True, exist_ok=True)
+                staged.write_text(text, encoding="utf-8")
         try:
-            for entry in MANAGED_ORDER:
-                if (out_dir / entry).exists():
-                    os.replace(out_dir / entry, backup / entry)
-                swapped.append(entry)
-                os.replace(staging / entry, out_dir / entry)
+            for rel, text in ops:
+                target = out_dir / rel
+                if not target.parent.is_dir():
+                    target.parent.mkdir(parents=True)
+                    created.append(target.parent)
+                had_old = target.exists() or target.is_symlink()
+                if had_old:
+                    (backup / rel).parent.mkdir(parents=True, exist_ok=True)
+                    os.replace(target, backup / rel)
+                done.append((rel, had_old))
+                if text is not None:
+                    os.replace(staging / rel, target)
         except BaseException:
-            _restore(out_dir, backup, swapped)
+            _restore(out_dir, backup, done, created)
             raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
         shutil.rmtree(backup, ignore_errors=True)
-    return sorted(out_dir / rel for rel in texts)
 
 
-def _restore(out_dir: Path, backup: Path, swapped: list[str]) -> None:
-    """Undo the swaps done so far, newest first."""
-    for entry in reversed(swapped):
-        new = out_dir / entry
-        if (backup / entry).exists():
-            if new.is_dir():
-                shutil.rmtree(new)
-            elif new.exists():
-                new.unlink()
-            os.replace(backup / entry, new)
-        elif new.is_dir():
-            shutil.rmtree(new)
-        elif new.exists():
-            new.unlink()
+def _restore(out_dir: Path, backup: Path, done: list[tuple[str, bool]], created: list[Path]) -> None:
+    """Undo the steps done so far, newest first: drop the new file, put the old one back."""
+    for rel, had_old in reversed(done):
+        target = out_dir / rel
+        if target.exists() or target.is_symlink():  # after the move aside, only the new file can be here
+            target.unlink()
+        if had_old:
+            os.replace(backup / rel, target)
+    for folder in reversed(created):
+        if folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()

@@ -17,6 +17,15 @@ class Position:
 
 
 @dataclass(frozen=True)
+class Related:
+    """Another node a finding is about, e.g. the first definition of a value that must be unique."""
+
+    path: SpecPath
+    note: str = "first defined"
+    position: Position | None = None
+
+
+@dataclass(frozen=True)
 class Finding:
     severity: Severity
     path: SpecPath
@@ -24,6 +33,7 @@ class Finding:
     fix: str | None = None
     code: str = "spec"
     position: Position | None = None
+    related: tuple[Related, ...] = ()
 
     def at(self, position: Position | None) -> Finding:
         return replace(self, position=position)
@@ -33,8 +43,14 @@ class Finding:
         return self.severity == "error"
 
 
-def error(path: SpecPath, message: str, fix: str | None = None, code: str = "spec") -> Finding:
-    return Finding("error", path, message, fix, code)
+def error(
+    path: SpecPath,
+    message: str,
+    fix: str | None = None,
+    code: str = "spec",
+    related: tuple[Related, ...] = (),
+) -> Finding:
+    return Finding("error", path, message, fix, code, related=related)
 
 
 def warning(path: SpecPath, message: str, fix: str | None = None, code: str = "spec") -> Finding:
@@ -58,6 +74,9 @@ def format_finding(finding: Finding, filename: str) -> str:
     pos = finding.position
     where = f"{filename}:{pos.line}:{pos.column}" if pos else filename
     text = f"{where}: {finding.severity}: {format_path(finding.path)}: {finding.message}"
+    for rel in finding.related:
+        at = f"{filename}:{rel.position.line}:{rel.position.column} " if rel.position else ""
+        text += f"\n    {rel.note} at {at}({format_path(rel.path)})"
     if finding.fix:
         text += f"\n    fix: {finding.fix}"
     return text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.planning.build import build_plan
@@ -18,9 +18,11 @@ from orchestrator.validation import (
     model_rules,
     ops_rules,
     platform_rules,
+    profile_rules,
     references,
     serving_rules,
     software,
+    uniqueness,
 )
 
 
@@ -46,7 +48,10 @@ class ValidationResult:
 
 
 def _semantic(spec: SiteSpec) -> tuple[SitePlan | None, list[Finding]]:
-    findings = list(references.check(spec))
+    findings = list(references.check(spec)) + list(uniqueness.check(spec))
+    profiles = list(profile_rules.check(spec))
+    findings += profiles
+    # planning needs resolvable references and profiles the chip catalog knows (it budgets their memory)
     refs_ok = not any(f.is_error for f in findings)
     findings += software.check(spec)
     findings += model_rules.check(spec)
@@ -106,7 +111,8 @@ def validate_document(doc: Document) -> ValidationResult:
     unique = list(dict.fromkeys(findings))  # per-replica checks may report the same shared field twice
     for f in merge_replica_findings(unique):
         pos = doc.source_map.locate_key(f.path) if f.code == "unknown-key" else doc.source_map.locate(f.path)
-        located.append(f.at(pos))
+        related = tuple(replace(r, position=doc.source_map.locate(r.path)) for r in f.related)
+        located.append(replace(f, position=pos, related=related))
     return ValidationResult(doc.filename, doc, spec, plan, tuple(sort_findings(located)))
 
 

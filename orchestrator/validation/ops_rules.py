@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 
 from orchestrator.planning.image import DERIVED_BUILD_ARGS
+from orchestrator.planning.roles import hosts_with_role
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
 
@@ -66,7 +67,7 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
             "set image.registry.username",
             "image",
         )
-    if spec.image.build_host is None and not any("build" in s.roles for s in spec.servers):
+    if spec.image.build_host is None and not hosts_with_role(spec, "build"):
         yield warning(
             ("image", "build_host"),
             "no server has role 'build'; the image is built on the first NPU server",
@@ -74,11 +75,7 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
             "image",
         )
     yield from _rollout(spec)
-    if (
-        spec.monitoring.enabled
-        and spec.monitoring.host is None
-        and not any("monitoring" in s.roles for s in spec.servers)
-    ):
+    if spec.monitoring.enabled and spec.monitoring.host is None and not hosts_with_role(spec, "monitoring"):
         yield warning(
             ("monitoring", "host"),
             "no server has role 'monitoring': exporters are installed on the NPU servers, but no Prometheus",

@@ -4,32 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from orchestrator.planning.roles import hosts_with_role
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
 
 
 def check(spec: SiteSpec) -> Iterator[Finding]:
     names: dict[str, int] = {}
-    addresses: dict[tuple[str, int], int] = {}
     for i, srv in enumerate(spec.servers):
-        if srv.name in names:
-            yield error(
-                ("servers", i, "name"),
-                f"server name '{srv.name}' is used twice (also servers[{names[srv.name]}])",
-                "give every server a unique name",
-                "unique",
-            )
-        names.setdefault(srv.name, i)
-        key = (str(srv.address), srv.ssh_port)
-        if key in addresses:
-            yield error(
-                ("servers", i, "address"),
-                f"address {srv.address} is already used by servers"
-                f"[{addresses[key]}] ({spec.servers[addresses[key]].name})",
-                "give every server its own management address",
-                "unique",
-            )
-        addresses.setdefault(key, i)
+        names.setdefault(srv.name, i)  # duplicates: uniqueness.py
         if srv.profile is not None and srv.profile not in spec.profiles:
             yield error(
                 ("servers", i, "profile"),
@@ -46,17 +29,8 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
             )
         if len(set(srv.roles)) != len(srv.roles):
             yield error(("servers", i, "roles"), "a role is listed twice", "list each role once", "unique")
-    replicas: dict[str, int] = {}
     used: set[str] = set()
     for r, rep in enumerate(spec.serving.replicas):
-        if rep.name in replicas:
-            yield error(
-                ("serving", "replicas", r, "name"),
-                f"replica name '{rep.name}' is used twice",
-                "give every replica a unique name",
-                "unique",
-            )
-        replicas.setdefault(rep.name, r)
         if len(set(rep.servers)) != len(rep.servers):
             yield error(
                 ("serving", "replicas", r, "servers"),
@@ -114,7 +88,7 @@ def _role_host(
     required: bool = False,
 ) -> Iterator[Finding]:
     if value is None:
-        if required and not any(role in s.roles for s in spec.servers):
+        if required and not hosts_with_role(spec, role):
             yield error(
                 path,
                 f"no server has role '{role}'",
@@ -133,9 +107,3 @@ def _role_host(
             f"add '{role}' to servers[{names[value]}].roles",
             "reference",
         )
-
-
-def host_with_role(spec: SiteSpec, explicit: str | None, role: str) -> str | None:
-    if explicit is not None:
-        return explicit
-    return next((s.name for s in spec.servers if role in s.roles), None)

@@ -66,6 +66,7 @@ def test_render_writes_beside_the_spec_and_is_repeatable(tmp_path: Path) -> None
     assert first.returncode == 0, first.stderr
     files = sorted(str(p.relative_to(spec.parent)) for p in spec.parent.rglob("*") if p.is_file())
     assert files == [
+        ".inventory-manifest.json",
         "group_vars/all.yml",
         "group_vars/npu.yml",
         "host_vars/a2-01.yml",

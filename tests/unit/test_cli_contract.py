@@ -115,5 +115,9 @@ def test_examples_writes_nothing_and_reports_a_stale_inventory(tmp_path: Path) -
     assert stale.returncode == 1
     assert "STALE: hosts.yml" in stale.stdout and "orchestrator examples --write" in stale.stdout
     assert hosts.read_text().endswith("# hand edit\n"), "examples must not rewrite without --write"
+    # --write renders like `render`: a hand-edited file of render's own is refused (73), not overwritten
+    assert run("--root", str(tmp_path), "examples", "--write").returncode == 73
+    assert hosts.read_text().endswith("# hand edit\n")
+    hosts.write_text(hosts.read_text().removesuffix("# hand edit\n"))
     assert run("--root", str(tmp_path), "examples", "--write").returncode == 0
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before

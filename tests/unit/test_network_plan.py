@@ -65,7 +65,10 @@ def test_subnet_too_small_and_gateway_collision(pair: dict) -> None:
     pair["network"]["hccn"]["subnets"][0] = {"cidr": "192.168.100.0/28"}
     assert any("is too small" in m for m in _messages(pair))
     pair["network"]["hccn"]["subnets"][0] = {"cidr": "192.168.100.0/24", "gateway": "192.168.100.12"}
-    assert any("gateway/netdetect address" in m for m in _messages(pair))
+    assert any(
+        "the gateway of subnets[0] (192.168.100.12) is also the address the plan gives" in m
+        for m in _messages(pair)
+    )
     pair["network"]["hccn"]["subnets"][0] = {"cidr": "192.168.100.0/24", "gateway": "192.168.200.1"}
     assert any("outside its subnet" in m for m in _messages(pair))
 

@@ -17,6 +17,7 @@ import yaml
 
 from orchestrator.catalog import get_chip
 from orchestrator.render import render, render_texts
+from orchestrator.render.manifest import MANIFEST
 from orchestrator.render.writer import header
 from orchestrator.validation import ValidationResult, validate_file, validate_text
 
@@ -48,6 +49,11 @@ def _valid_text(text: str) -> ValidationResult:
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _inventory(folder: Path) -> dict[str, bytes]:
+    """The snapshot without the manifest render keeps beside the inventory."""
+    return {rel: data for rel, data in _snapshot(folder).items() if rel != MANIFEST}
 
 
 def _leftovers(folder: Path) -> list[str]:
@@ -94,7 +100,7 @@ def test_committed_inventory_is_what_render_writes(spec: Path, tmp_path: Path) -
             f"{sub}/{p.name}" for p in (spec.parent / sub).iterdir() if f"{sub}/{p.name}" not in rendered
         )
         assert not extra, f"{spec.parent} has files render does not write: {extra}; {fix}"
-    assert sorted(rendered) == sorted(str(p.relative_to(tmp_path)) for p in written)
+    assert sorted(rendered) == sorted([MANIFEST, *(str(p.relative_to(tmp_path)) for p in written)])
     assert _leftovers(tmp_path) == []
     assert result.spec is not None
     host_files = sorted(k for k in rendered if k.startswith("host_vars/"))
@@ -209,7 +215,8 @@ def test_invalid_spec_renders_nothing(breakage: str, tmp_path: Path) -> None:
 def test_cli_render_writes_the_same_files_as_the_library(tmp_path: Path) -> None:
     proc = _cli_render(PAIR, tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert _snapshot(tmp_path) == {k: v.encode() for k, v in render_texts(_valid(PAIR)).items()}
+    assert _inventory(tmp_path) == {k: v.encode() for k, v in render_texts(_valid(PAIR)).items()}
+    assert sorted(_snapshot(tmp_path)) == sorted([MANIFEST, *_inventory(tmp_path)])
 
 
 def test_rerender_without_a_server_removes_its_host_vars(tmp_path: Path) -> None:
@@ -224,7 +231,7 @@ def test_rerender_without_a_server_removes_its_host_vars(tmp_path: Path) -> None
     remaining = sorted(p.stem for p in (tmp_path / "host_vars").iterdir())
     assert remaining == ["a2-01", "a2-02", "a2-03", "edge-01"]
     assert "a2-04" not in (tmp_path / "hosts.yml").read_text(encoding="utf-8")
-    assert _snapshot(tmp_path) == {k: v.encode() for k, v in render_texts(smaller).items()}
+    assert _inventory(tmp_path) == {k: v.encode() for k, v in render_texts(smaller).items()}
     assert _leftovers(tmp_path) == []
 
 
@@ -252,11 +259,13 @@ def test_failing_replace_at_any_step_keeps_the_previous_inventory(
         real(src, dst)
 
     monkeypatch.setattr("orchestrator.render.writer.os.replace", flaky)
-    render(changed, counting)
+    render(_valid(PAIR), counting)
     calls.clear()
-    render(changed, counting)  # a re-render: how many os.replace calls does it make?
+    render(changed, counting)  # a re-render of a changed spec: how many os.replace calls does it make?
     steps = len(calls)
-    assert steps >= 3, calls  # at least group_vars/, host_vars/ and hosts.yml move into place
+    # every file changes (its header names the spec's sha256): 6 files and the manifest, each moved
+    # aside and then replaced
+    assert steps == 2 * 7, calls
     for fail_at in range(1, steps + 1):
         calls.clear()
         with pytest.raises(OSError, match="disk went away"):

@@ -1,0 +1,36 @@
+"""Which servers play a role: one answer for planning, phases, the inventory and validation."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from orchestrator.spec.site import SiteSpec
+
+SiteRole = Literal["build", "gateway", "monitoring"]
+SITE_ROLES: tuple[SiteRole, ...] = ("build", "gateway", "monitoring")
+
+
+def hosts_with_role(spec: SiteSpec, role: str) -> tuple[str, ...]:
+    """Every server that lists role, in spec order."""
+    return tuple(s.name for s in spec.servers if role in s.roles)
+
+
+def explicit_host(spec: SiteSpec, role: SiteRole) -> str | None:
+    """The server the spec names for role (image.build_host, gateway.host, monitoring.host), if any."""
+    if role == "build":
+        return spec.image.build_host
+    if role == "gateway":
+        return spec.gateway.host
+    return spec.monitoring.host
+
+
+def role_host(spec: SiteSpec, role: SiteRole) -> str | None:
+    """The server that plays role: the one named in the spec, else the first with the role.
+
+    The image is built somewhere even when no server has role 'build': on the first NPU server
+    (validation warns about it). Gateway and monitoring have no such fallback.
+    """
+    chosen = explicit_host(spec, role) or next(iter(hosts_with_role(spec, role)), None)
+    if chosen is None and role == "build":
+        chosen = next(iter(hosts_with_role(spec, "npu")), None)
+    return chosen

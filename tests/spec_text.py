@@ -1,0 +1,62 @@
+"""Small site specs written as YAML text, for tests that check exact lines and messages.
+
+A test writes the part under test (site, profiles, servers, network, serving) as literal YAML; spec()
+appends the model and the software of the a2-pair example, so line numbers inside the literal part are
+the ones the test reads off its own text, and a catalog change to the software rows does not break it.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from orchestrator.spec.findings import Finding, format_finding, format_path
+from orchestrator.validation import ValidationResult, validate_text
+
+ROOT = Path(__file__).resolve().parents[1]
+_PAIR = ROOT / "inventories" / "a2-pair-r1-w8a8" / "site.yaml"
+
+MODEL = """\
+model:
+  name: DeepSeek-R1-Distill-Qwen-32B
+  weights_path: /data/models/DeepSeek-R1-Distill-Qwen-32B
+"""
+
+
+def _sections(text: str, names: tuple[str, ...]) -> str:
+    """The top-level sections `names` of a YAML text, verbatim."""
+    out: list[str] = []
+    keep = False
+    for line in text.splitlines():
+        if line and not line[0].isspace() and not line.startswith("#"):
+            keep = line.split(":", 1)[0] in names
+        if keep:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def spec(*parts: str, model: str = MODEL) -> str:
+    """The parts (each dedented) + model + os and software of the a2-pair example."""
+    tail = _sections(_PAIR.read_text(encoding="utf-8"), ("os", "software"))
+    body = "".join(textwrap.dedent(p).strip("\n") + "\n" for p in parts)
+    return body + model + tail
+
+
+def check(*parts: str, model: str = MODEL) -> ValidationResult:
+    return validate_text(spec(*parts, model=model), "site.yaml")
+
+
+def errors_at(result: ValidationResult, path: str) -> list[Finding]:
+    return [f for f in result.errors if format_path(f.path) == path]
+
+
+def printed(result: ValidationResult) -> str:
+    return "\n".join(format_finding(f, "site.yaml") for f in result.findings)
+
+
+Described = tuple[str, str, str | None, str, list[tuple[str, str]]]
+
+
+def described(f: Finding) -> Described:
+    """A finding as (path, message, fix, code, [(note, related path)]), to compare with a written one."""
+    return (format_path(f.path), f.message, f.fix, f.code, [(r.note, format_path(r.path)) for r in f.related])
