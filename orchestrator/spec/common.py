@@ -44,6 +44,9 @@ SecretRef = Annotated[
     ),
 ]
 
+KernelInt = Annotated[int, Field(ge=-(2**63), le=2**64 - 1)]
+"""An integer the kernel stores in 64 bits (sysctl and module parameter values)."""
+
 SECRET_NAME = re.compile(r"(^|[_-])(KEY|TOKEN|PASSWORD|PASSWD|SECRET|CREDENTIALS?)$", re.IGNORECASE)
 """Names (field, env variable, flag) whose values are secrets: HF_TOKEN, api_key, --hf-token, ..."""
 

@@ -30,7 +30,10 @@ class HccnPlan(SpecModel):
     plan: Literal["single_subnet", "per_index", "explicit"] = "single_subnet"
     subnets: list[HccnSubnet] = Field(default_factory=list, description="Subnets, in device-index order.")
     first_host: int = Field(
-        10, ge=1, description="Host number of the first address in each subnet (skip gateways etc.)."
+        10,
+        ge=1,
+        le=16777214,
+        description="Host number of the first address in each subnet (skip gateways etc.).",
     )
     tls: bool = Field(False, description="hccn_tool -tls; Huawei recommends the same setting everywhere (0).")
     mtu: int | None = Field(None, ge=1280, le=9000, description="NPU NIC MTU (hccn_tool -mtu), if set.")

@@ -12,6 +12,7 @@ from pydantic_core import ErrorDetails
 
 from orchestrator.spec.common import SECRET_FIELD_NAMES, SECRET_NAME
 from orchestrator.spec.findings import Finding, SpecPath, error, format_path
+from orchestrator.spec.ranges import annotation_range, field_range
 from orchestrator.spec.site import SiteSpec
 
 _PATTERN_HINTS = {
@@ -170,8 +171,37 @@ def _fix_for_value_error(text: str) -> str:
     return "correct the value as described"
 
 
+def _item_range(annotation: Any) -> str | None:
+    """The range of the first bounded type inside an annotation (list items, dict values, union arms)."""
+    found = annotation_range(annotation)
+    if found is not None:
+        return found
+    for arg in get_args(annotation):
+        found = _item_range(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _bounds(path: SpecPath) -> str | None:
+    """The allowed range of the number at path: its field's, or its list's/map's item type's."""
+    for cut in range(len(path), 0, -1):
+        parent, last = model_at(path[: cut - 1]), path[cut - 1]
+        if parent is None or not isinstance(last, str) or last not in parent.model_fields:
+            continue
+        field = parent.model_fields[last]
+        own = field_range(field) if cut == len(path) else None
+        return own or _item_range(field.annotation)
+    return None
+
+
 def _generic_fix(kind: str, path: SpecPath) -> str:
     doc = _field_doc(path)
+    bounds = _bounds(path)
+    if bounds is not None and (kind.startswith(("greater", "less")) or kind == "finite_number"):
+        return f"use a value inside the allowed range, {bounds}{doc}"
+    if kind == "finite_number":
+        return f"write a finite number (not .inf or .nan){doc}"
     if kind.startswith(("int_", "float_")):
         return f"write a number{doc}"
     if kind.startswith("bool"):

@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from orchestrator.spec.common import SpecModel
+from orchestrator.spec.common import KernelInt, SpecModel
 
-SysctlValue = int | str
+SysctlValue = KernelInt | str
 
 
 def _default_sysctls() -> dict[str, SysctlValue]:
@@ -18,7 +18,9 @@ def _default_sysctls() -> dict[str, SysctlValue]:
 
 class Hugepages(SpecModel):
     size_kb: Literal[2048, 524288, 1048576] = Field(2048, description="Page size in kB (2M, 512M, 1G).")
-    count: int = Field(0, ge=0, description="Pages to reserve (vm.nr_hugepages for the default size).")
+    count: int = Field(
+        0, ge=0, le=33554432, description="Pages to reserve (vm.nr_hugepages for the default size)."
+    )
 
 
 class Tuning(SpecModel):
@@ -36,7 +38,7 @@ class Tuning(SpecModel):
         description="vllm-ascend CPU binding pins NPU IRQs and asks to stop irqbalance; null: leave it.",
     )
     hugepages: Hugepages = Field(default_factory=Hugepages)
-    rdma_modules: dict[str, dict[str, int | str]] = Field(
+    rdma_modules: dict[str, dict[str, KernelInt | str]] = Field(
         default_factory=dict,
         description="Host RDMA NIC kernel module -> options (/etc/modprobe.d). Only real module parameters; "
         "NPU NICs are configured with hccn_tool, not here.",
