@@ -10,16 +10,17 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli.output import console, print_findings, print_plan, summary_line
+from orchestrator.cli.check import EXIT_INVALID, check_file
+from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console, print_findings, print_plan, summary_line
 from orchestrator.cli.sim_cmds import sim_app
 from orchestrator.cli.sites import SiteNotFound, example_sites, resolve_site
 from orchestrator.planning.phases import plan_phases
 from orchestrator.render import render
 from orchestrator.spec.docs import spec_reference
+from orchestrator.spec.limits import DEFAULT_MAX_BYTES, MAX_SPEC_SIZE_ENV, LoadLimits, parse_size
 from orchestrator.spec.site import SiteSpec
 from orchestrator.validation import ValidationResult, validate_file
 
-EXIT_INVALID = 2
 EXIT_USAGE = 64
 
 app = typer.Typer(
@@ -34,30 +35,57 @@ app.add_typer(sim_app, name="sim")
 SiteArg = Annotated[str, typer.Argument(help="Site spec file, a folder with site.yaml, or a site name.")]
 
 
-def _load(site: str) -> ValidationResult:
+def _size(value: str | int) -> int:
+    if isinstance(value, int):  # the default
+        return value
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+MaxSpecSize = Annotated[
+    int,
+    typer.Option(
+        "--max-spec-size",
+        parser=_size,
+        metavar="SIZE",
+        envvar=MAX_SPEC_SIZE_ENV,
+        show_default="16MiB",
+        help="Refuse spec files larger than this (bytes, or e.g. 64MiB).",
+    ),
+]
+MaxFindings = Annotated[
+    int,
+    typer.Option("--max-findings", min=0, help="Print at most this many findings per spec; 0 prints all."),
+]
+
+
+def _load(site: str, max_spec_size: int, max_findings: int, quiet: bool = True) -> ValidationResult:
+    """Resolve SITE, validate it, print the findings; exit 2 when the spec is invalid."""
     try:
         path = resolve_site(site)
     except SiteNotFound as exc:
         console(stderr=True).print(str(exc), markup=False)
         raise typer.Exit(EXIT_USAGE) from None
-    return validate_file(path)
-
-
-def _report(result: ValidationResult, quiet: bool = False) -> None:
-    err = console(stderr=True)
-    print_findings(err, result)
-    if not result.ok:
-        err.print(summary_line(result), markup=False, style="bold red")
-        raise typer.Exit(EXIT_INVALID)
+    limits = LoadLimits(max_bytes=max_spec_size)
+    result, code = check_file(path, console(stderr=True), limits, max_findings)
+    if code:
+        raise typer.Exit(code)
     if not quiet:
         console().print(summary_line(result), markup=False, style="green")
+    return result
 
 
 @app.command()
-def validate(site: SiteArg, quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False) -> None:
+def validate(
+    site: SiteArg,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+    max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
+    max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
+) -> None:
     """Check the spec (structure, cross-field rules, capacity) and print the derived plan."""
-    result = _load(site)
-    _report(result, quiet)
+    result = _load(site, max_spec_size, max_findings, quiet)
     if not quiet and result.plan is not None:
         print_plan(console(), result.plan)
 
@@ -66,20 +94,24 @@ def validate(site: SiteArg, quiet: Annotated[bool, typer.Option("--quiet", "-q")
 def render_cmd(
     site: SiteArg,
     out: Annotated[Path | None, typer.Option(help="Output folder (default: beside the spec).")] = None,
+    max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
+    max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
     """Write the Ansible inventory (hosts.yml, group_vars/, host_vars/) beside the spec."""
-    result = _load(site)
-    _report(result, quiet=True)
+    result = _load(site, max_spec_size, max_findings)
     target = out or Path(result.filename).parent
     written = render(result, target)
     console().print(f"rendered {len(written)} files into {target}", markup=False)
 
 
 @app.command()
-def phases(site: SiteArg) -> None:
+def phases(
+    site: SiteArg,
+    max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
+    max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
+) -> None:
     """Print the phases an apply runs, the hosts each touches and what it does there."""
-    result = _load(site)
-    _report(result, quiet=True)
+    result = _load(site, max_spec_size, max_findings)
     assert result.spec is not None and result.plan is not None
     out = console()
     for i, ph in enumerate(plan_phases(result.spec, result.plan), 1):
@@ -119,14 +151,16 @@ def examples(
     out: Annotated[
         Path | None, typer.Option(help="Render into OUT/<site>/ instead of beside each spec.")
     ] = None,
+    max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
+    max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
     """Validate and render every site under inventories/, then print each one's phases."""
     failed = 0
     for path in example_sites():
-        result = validate_file(path)
+        result = validate_file(path, LoadLimits(max_bytes=max_spec_size))
         con = console()
         con.rule(str(path))
-        print_findings(console(stderr=True), result)
+        print_findings(console(stderr=True), result, max_findings)
         if not result.ok or result.spec is None or result.plan is None:
             failed += 1
             con.print(summary_line(result), markup=False)
