@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
@@ -70,6 +71,7 @@ def plan_hccn(
         return result, findings
     k = len(plan.subnets)
     slots_per_server = [math.ceil(s.devices / k) if plan.plan == "per_index" else s.devices for s in servers]
+    slots_before = list(itertools.accumulate(slots_per_server, initial=0))  # one pass, not a sum per device
     for order, srv in enumerate(servers):
         devices: list[HccnDevice] = []
         if srv.explicit is not None or plan.plan == "explicit":
@@ -104,7 +106,7 @@ def plan_hccn(
                 subnet = plan.subnets[d % k] if plan.plan == "per_index" else plan.subnets[0]
                 slot = d // k if plan.plan == "per_index" else d
                 # servers may have different device counts: number them after all earlier servers' slots
-                host_number = plan.first_host + sum(slots_per_server[:order]) + slot
+                host_number = plan.first_host + slots_before[order] + slot
                 addr = _host_address(subnet.cidr, host_number)
                 if addr is None:
                     needed = plan.first_host + sum(slots_per_server)
