@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address
 from typing import Literal
 
 from pydantic import Field
 
-from orchestrator.spec.common import KernelInt, Name, SpecModel
+from orchestrator.spec.common import IPv4, KernelInt, Name, SpecModel
 
 Chip = Literal["910B1", "910B2", "910B3", "910B4", "910_93", "310P3"]
 ServerRole = Literal["npu", "build", "gateway", "monitoring"]
@@ -37,12 +36,12 @@ class HardwareProfile(SpecModel):
 class ServerOverrides(SpecModel):
     """Per-server exceptions to the site-wide settings."""
 
-    hccn_addresses: list[IPv4Address] | None = Field(
+    hccn_addresses: list[IPv4] | None = Field(
         None, description="Explicit NPU-NIC address per device index (replaces the plan for this server)."
     )
     cpu_governor: Literal["performance", "ondemand", "powersave", "schedutil", "conservative"] | None = None
     sysctls: dict[str, str | KernelInt] = Field(default_factory=dict, description="Extra or changed sysctls.")
-    hccl_if_ip: IPv4Address | None = Field(None, description="HCCL_IF_IP for this server (default: address).")
+    hccl_if_ip: IPv4 | None = Field(None, description="HCCL_IF_IP for this server (default: address).")
     socket_ifname: str | None = Field(None, description="Host NIC name for HCCL/GLOO/TP sockets.")
 
 
@@ -50,7 +49,7 @@ class Server(SpecModel):
     """One physical server."""
 
     name: Name = Field(description="Inventory host name.")
-    address: IPv4Address = Field(description="Management address the controller reaches over SSH.")
+    address: IPv4 = Field(description="Management address the controller reaches over SSH.")
     profile: str | None = Field(
         None, description="Hardware profile name (required for 'npu' servers, optional otherwise)."
     )

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
 
 from pydantic import Field
 
-from orchestrator.spec.common import SpecModel
+from orchestrator.spec.common import IPv4, IPv4Net, SpecModel
 
 
 class HccnSubnet(SpecModel):
-    cidr: IPv4Network = Field(description="Subnet of the NPU NICs, e.g. 192.168.100.0/24 (sets the netmask).")
-    gateway: IPv4Address | None = Field(None, description="Gateway for the NPU NICs (hccn_tool -gateway).")
-    netdetect: IPv4Address | None = Field(
+    cidr: IPv4Net = Field(description="Subnet of the NPU NICs, e.g. 192.168.100.0/24 (sets the netmask).")
+    gateway: IPv4 | None = Field(None, description="Gateway for the NPU NICs (hccn_tool -gateway).")
+    netdetect: IPv4 | None = Field(
         None, description="Address probed by the NIC link detection (hccn_tool -netdetect); default: gateway."
     )
 

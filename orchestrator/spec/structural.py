@@ -166,6 +166,10 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
 def _fix_for_value_error(text: str) -> str:
     if "secret" in text:
         return "put the secret in an environment variable or a file and write e.g. 'env:VLLM_API_KEY'"
+    if "an address is written as text" in text:
+        return "write the address itself, e.g. 10.0.0.1 (or a subnet such as 10.0.0.0/24)"
+    if "invalid version" in text:
+        return "write the version as the package names it, e.g. 25.5.1, 8.3.RC2 or v0.23.0"
     if "exactly one of 'path'" in text:
         return "keep either 'path:' (a file on the controller) or 'url:', not both and not neither"
     return "correct the value as described"
