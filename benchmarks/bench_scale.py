@@ -1,4 +1,4 @@
-"""Validate + render a generated site of 1,000-20,000 servers in a fresh process each; report time and peak RSS.
+"""Validate + render a generated site of 1,000-20,000 servers, each in a fresh process: time and peak RSS.
 
 Run:  .venv/bin/python benchmarks/bench_scale.py [--sizes 1000,5000,20000]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import io
+import os
 import re
 from collections.abc import Iterator
 from datetime import timedelta
@@ -22,10 +23,14 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
+from ruamel.yaml.error import MarkedYAMLError
 
 from orchestrator.cli.check import EXIT_INVALID, EXIT_OK, check_file
-from orchestrator.spec.compose import MapPos, SeqPos
-from orchestrator.spec.loader import SourceMap
+from orchestrator.spec import compose as compose_module
+from orchestrator.spec.compose import ComposeError, Composer, MapPos, SeqPos, events
+from orchestrator.spec.limits import DEFAULT_LIMITS
+from orchestrator.spec.loader import SourceMap, parse_text
+from orchestrator.spec.textfile import check_characters
 from tests.helpers import EXAMPLES, to_yaml
 
 SITES = sorted(EXAMPLES.glob("*/site.yaml"))
@@ -33,7 +38,8 @@ TEXTS = {p.parent.name: p.read_bytes() for p in SITES}
 # The example data as the user wrote it (a safe load keeps no positions; node mutations dump it again).
 DATA: dict[str, Any] = {}
 
-EXAMPLES_PER_RUN = int(__import__("os").environ.get("MUTANTS", "500"))
+# at least 500 per run (CI); ORCHESTRATOR_MUTANTS=5000 runs more locally
+EXAMPLES_PER_RUN = max(500, int(os.environ.get("ORCHESTRATOR_MUTANTS", "500")))
 # A mutant takes ~30 ms; the deadline only catches a hang (an alias bomb, a quadratic rule) on a busy,
 # shared machine without failing on a slow one.
 PROPERTY = settings(
@@ -264,3 +270,55 @@ def test_the_examples_themselves_are_valid(spec_file: Path) -> None:
         spec_file.write_bytes(raw)
         result, code = check_file(spec_file, Console(file=io.StringIO()))
         assert code == EXIT_OK and result.plan is not None, name
+
+
+def _compose_with(text: str, fast: bool) -> tuple[str, str]:
+    """(outcome, repr of data and positions) of composing text with libyaml (fast) or ruamel's parser."""
+    composer = Composer(DEFAULT_LIMITS)
+    try:
+        for ev in events(text, fast=fast):
+            composer.feed(ev)
+        data, tree, root = composer.result()
+    except MarkedYAMLError:
+        return "syntax", ""
+    except ComposeError as exc:
+        return "refused", f"{exc.pos} {exc.message}"
+    return "ok", repr((data, tree, root))
+
+
+@settings(PROPERTY, max_examples=200)
+@given(raw=mutants())
+def test_libyaml_and_ruamels_parser_compose_the_same(raw: bytes) -> None:
+    """The loader reads with libyaml and asks ruamel's parser only when libyaml refuses: where both read a
+    text, they must agree on every value and position."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    if check_characters(text) is not None or "\ufeff" in text:
+        return  # (ruamel's reader does not count a byte order mark inside the text as a column; libyaml does)
+    fast, slow = _compose_with(text, fast=True), _compose_with(text, fast=False)
+    event(f"libyaml {fast[0]}, ruamel {slow[0]}")
+    if "syntax" not in (fast[0], slow[0]):
+        assert fast[0] == slow[0], (fast, slow)
+    if fast[0] == slow[0] == "ok":  # (refusals may word the same mistake differently: '*a:' is an alias
+        assert fast == slow  # named 'a' to libyaml, 'a:' to YAML 1.2)
+
+
+def test_without_libyaml_the_pure_parser_reads_the_examples_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, raw in TEXTS.items():
+        with_c = parse_text(raw.decode(), name)[0]
+        monkeypatch.setattr(compose_module, "CParser", None)
+        without = parse_text(raw.decode(), name)[0]
+        monkeypatch.undo()
+        assert with_c is not None and without is not None
+        assert (with_c.data, with_c.source_map) == (without.data, without.source_map), name
+
+
+def test_yaml_1_2_that_libyaml_refuses_is_read_by_ruamels_parser() -> None:
+    text = "drift:\n  outputs:\n    - {type: webhook, url: https://hooks.example.com/a:b}\n"
+    with pytest.raises(MarkedYAMLError):
+        list(events(text, fast=True))
+    doc, findings = parse_text(text, "s.yaml")
+    assert findings == [] and doc is not None
+    assert doc.data["drift"]["outputs"][0]["url"] == "https://hooks.example.com/a:b"
