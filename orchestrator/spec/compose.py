@@ -17,7 +17,6 @@ ruamel MarkedYAMLError.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,45 +33,14 @@ from ruamel.yaml.events import (
     SequenceEndEvent,
     SequenceStartEvent,
 )
-from ruamel.yaml.resolver import VersionedResolver
 
 from orchestrator.spec.limits import LoadLimits
+from orchestrator.spec.scalars import CORE, ComposeError, Pos, construct, tag_of, unsupported_tag
 
 try:
     from ruamel.yaml.cyaml import CParser  # type: ignore[attr-defined]
 except ImportError:  # ruamel.yaml.clib is a dependency on CPython; without it the pure parser serves
     CParser = None
-
-Pos = tuple[int, int]
-"""1-based line and column."""
-
-CORE = "tag:yaml.org,2002:"
-# ruamel's YAML 1.2 implicit resolvers (first character -> [(tag, regexp)]), copied once: calling
-# resolver.resolve() per scalar costs more than the parse itself.
-_IMPLICIT: dict[str, list[tuple[str, Any]]] = {
-    str(k): [(str(tag), rx) for tag, rx in v]
-    for k, v in VersionedResolver(version=(1, 2)).versioned_resolver.items()
-    if k is not None
-}
-
-
-def resolve_plain(text: str) -> str:
-    """The tag YAML 1.2 gives an untagged plain scalar (int, float, bool, null, ...; str otherwise)."""
-    for tag, regexp in _IMPLICIT.get(text[:1], ()):
-        if regexp.match(text):
-            return tag
-    return CORE + "str"
-
-
-def _tag(event: ScalarEvent) -> tuple[str, bool]:
-    """(tag, whether the user wrote it). Quoted and block scalars are strings unless tagged."""
-    tag = event.tag
-    if tag is None:
-        return (resolve_plain(event.value) if event.implicit[0] else CORE + "str"), False
-    if tag == "!":  # the non-specific tag: a string
-        return CORE + "str", False
-    return str(tag), True
-
 
 _SATURATED = 1 << 62  # node counts stop growing here: an alias bomb's size is "too many", not a huge int
 
@@ -94,12 +62,6 @@ class SeqPos:
 
 
 PosTree = MapPos | SeqPos | None
-
-
-class ComposeError(Exception):
-    def __init__(self, pos: Pos, message: str, fix: str, code: str = "yaml") -> None:
-        super().__init__(message)
-        self.pos, self.message, self.fix, self.code = pos, message, fix, code
 
 
 @dataclass(slots=True)
@@ -124,21 +86,6 @@ class _Frame:
     key: tuple[str, Pos] | None = None  # mapping: the key waiting for its value
     merge_at: Pos | None = None  # mapping: position of the '<<' key waiting for its value
     merges: list[_Node] = field(default_factory=list)
-
-
-def show_tag(tag: str) -> str:
-    return "!!" + tag[len(CORE) :] if tag.startswith(CORE) else tag
-
-
-def _unsupported_tag(tag: str, pos: Pos) -> ComposeError:
-    shown = show_tag(tag)
-    return ComposeError(
-        pos,
-        f"YAML tag '{shown}' is not supported: a site spec holds plain mappings, lists, strings, numbers, "
-        "true/false and null",
-        f"remove '{shown}' and write the value plainly (quote it to make it a string)",
-        code="tag",
-    )
 
 
 def _mark(event: Event) -> Pos:
@@ -229,7 +176,7 @@ class Composer:
         is_map = isinstance(event, MappingStartEvent)
         self._expect_value(event, pos)
         if event.tag not in (None, "!", CORE + ("map" if is_map else "seq")):
-            raise _unsupported_tag(event.tag, pos)
+            raise unsupported_tag(event.tag, pos)
         self._depth_check(pos, 1)
         self.written += 1
         tree: MapPos | SeqPos = MapPos(pos) if is_map else SeqPos(pos)
@@ -283,7 +230,7 @@ class Composer:
             return
         self._depth_check(pos, 1)
         self.written += 1
-        value = self._construct(event, pos)
+        value = construct(event, pos, self.limits.max_number_digits)
         empty = event.tag is None and value is None and event.value == "" and not event.style
         node = _Node(value, pos, None, 1, 1, empty)
         if event.anchor is not None:
@@ -309,7 +256,7 @@ class Composer:
     def _key(self, frame: _Frame, event: ScalarEvent, pos: Pos) -> None:
         self._depth_check(pos, 1)
         self.written += 1
-        tag, explicit = _tag(event)
+        tag, explicit = tag_of(event)
         if tag == CORE + "merge" and not explicit:
             if frame.merges:
                 raise _duplicate("<<", pos)
@@ -322,7 +269,7 @@ class Composer:
                 "write the key's name before the ':', or delete the line",
             )
         if tag not in (CORE + "str", CORE + "int", CORE + "float", CORE + "bool", CORE + "timestamp"):
-            raise _unsupported_tag(tag, pos)
+            raise unsupported_tag(tag, pos)
         key = str(event.value)
         if key in frame.data:
             raise _duplicate(key, pos, frame.tree.entries[key][0])  # type: ignore[union-attr]
@@ -359,61 +306,6 @@ class Composer:
                     if key not in frame.data:
                         frame.data[key] = value
                         tree.entries[key] = src_tree.entries[key]
-
-    # ------------------------------------------------------------------------------------------ scalars
-    def _construct(self, event: ScalarEvent, pos: Pos) -> Any:
-        text = str(event.value)
-        tag, explicit = _tag(event)
-        if tag in (CORE + "str", CORE + "merge", CORE + "value", CORE + "yaml") or (
-            tag == CORE + "timestamp" and not explicit
-        ):
-            return text  # an unquoted date stays the text the user wrote
-        if tag == CORE + "null" and (not explicit or text.lower() in ("", "~", "null")):
-            return None
-        if tag == CORE + "bool" and text.lower() in ("true", "false"):
-            return text.lower() == "true"
-        if tag == CORE + "int":
-            return self._int(text, pos)
-        if tag == CORE + "float":
-            return _float(text, pos)
-        if tag in (CORE + "null", CORE + "bool"):
-            raise ComposeError(
-                pos,
-                f"'{text}' is not a {tag[len(CORE) :]} value",
-                f"remove '{show_tag(tag)}' or fix the value",
-            )
-        raise _unsupported_tag(tag, pos)
-
-    def _int(self, text: str, pos: Pos) -> int:
-        digits = text.replace("_", "").lstrip("+-")
-        base = {"0x": 16, "0o": 8, "0b": 2}.get(digits[:2].lower(), 10)
-        body = digits[2:] if base != 10 else digits
-        if len(body) > self.limits.max_number_digits:
-            raise ComposeError(
-                pos,
-                f"a number with {len(body):,} digits is longer than any field of a site spec takes (it has "
-                f"at most {self.limits.max_number_digits} digits)",
-                "check the value against the field's range in docs/spec.md",
-                code="value",
-            )
-        try:
-            value = int(body, base)
-        except ValueError:
-            raise ComposeError(
-                pos, f"'{text}' is not an integer", "write the number in decimal digits"
-            ) from None
-        return -value if text.lstrip().startswith("-") else value
-
-
-def _float(text: str, pos: Pos) -> float:
-    s = text.replace("_", "").lower()
-    special = {".inf": math.inf, "+.inf": math.inf, "-.inf": -math.inf, ".nan": math.nan}
-    if s in special:
-        return special[s]
-    try:
-        return float(s)
-    except ValueError:
-        raise ComposeError(pos, f"'{text}' is not a number", "write the number as e.g. 0.9 or 1e3") from None
 
 
 def _merge_sources(source: _Node) -> Iterator[tuple[dict[str, Any], MapPos]]:

@@ -13,10 +13,11 @@ from typing import Any
 
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from orchestrator.spec.compose import ComposeError, MapPos, Pos, PosTree, SeqPos, compose
+from orchestrator.spec.compose import MapPos, PosTree, SeqPos, compose
 from orchestrator.spec.findings import Finding, Position, SpecPath, error
 from orchestrator.spec.gcpause import gc_paused
 from orchestrator.spec.limits import DEFAULT_LIMITS, LoadLimits
+from orchestrator.spec.scalars import ComposeError, Pos
 from orchestrator.spec.textfile import check_characters, decode, read_bounded, too_large
 
 

@@ -27,9 +27,10 @@ from ruamel.yaml.error import MarkedYAMLError
 
 from orchestrator.cli.check import EXIT_INVALID, EXIT_OK, check_file
 from orchestrator.spec import compose as compose_module
-from orchestrator.spec.compose import ComposeError, Composer, MapPos, SeqPos, events
+from orchestrator.spec.compose import Composer, MapPos, SeqPos, events
 from orchestrator.spec.limits import DEFAULT_LIMITS
 from orchestrator.spec.loader import SourceMap, parse_text
+from orchestrator.spec.scalars import ComposeError
 from orchestrator.spec.textfile import check_characters
 from tests.helpers import EXAMPLES, to_yaml
 
