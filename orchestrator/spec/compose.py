@@ -174,7 +174,7 @@ class Composer:
     def _start(self, event: MappingStartEvent | SequenceStartEvent) -> None:
         pos = _mark(event)
         is_map = isinstance(event, MappingStartEvent)
-        self._expect_value(event, pos)
+        self._refuse_complex_key(event, pos)
         if event.tag not in (None, "!", CORE + ("map" if is_map else "seq")):
             raise unsupported_tag(event.tag, pos)
         self._depth_check(pos, 1)
@@ -190,14 +190,14 @@ class Composer:
         if isinstance(frame.tree, MapPos):
             self._merge(frame)
         node = _Node(frame.data, frame.tree.start, frame.tree, frame.size, frame.height)
-        if frame.anchor is not None:
+        if frame.anchor in self.open_anchors:  # (not when the content redefined the name: that one stands)
             self.open_anchors.discard(frame.anchor)
             self.anchors[frame.anchor] = node
         self._deliver(node)
 
     def _alias(self, event: AliasEvent) -> None:
         pos, name = _mark(event), str(event.anchor)
-        self._expect_value(event, pos)
+        self._refuse_complex_key(event, pos)
         if name in self.open_anchors:
             raise ComposeError(
                 pos,
@@ -219,13 +219,8 @@ class Composer:
 
     def _scalar(self, event: ScalarEvent) -> None:
         pos = _mark(event)
-        frame = self.stack[-1] if self.stack else None
-        if (
-            frame is not None
-            and isinstance(frame.tree, MapPos)
-            and frame.key is None
-            and frame.merge_at is None
-        ):
+        frame = self._wants_key()
+        if frame is not None:
             self._key(frame, event, pos)
             return
         self._depth_check(pos, 1)
@@ -235,17 +230,19 @@ class Composer:
         node = _Node(value, pos, None, 1, 1, empty)
         if event.anchor is not None:
             self.anchors[event.anchor] = node
+            self.open_anchors.discard(event.anchor)
         self._deliver(node)
 
-    def _expect_value(self, event: Event, pos: Pos) -> None:
-        """A collection or alias where a mapping key is expected is a complex key: refuse it."""
+    def _wants_key(self) -> _Frame | None:
+        """The innermost mapping, when its next node is a key."""
         frame = self.stack[-1] if self.stack else None
-        if (
-            frame is not None
-            and isinstance(frame.tree, MapPos)
-            and frame.key is None
-            and frame.merge_at is None
-        ):
+        if frame is None or not isinstance(frame.tree, MapPos) or frame.key or frame.merge_at:
+            return None
+        return frame
+
+    def _refuse_complex_key(self, event: Event, pos: Pos) -> None:
+        """A collection or alias where a mapping key is expected is a complex key: refuse it."""
+        if self._wants_key() is not None:
             what = "an alias" if isinstance(event, AliasEvent) else "a mapping or list"
             raise ComposeError(
                 pos,

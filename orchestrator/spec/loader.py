@@ -73,8 +73,9 @@ class Document:
 def parse_text(
     text: str, filename: str, limits: LoadLimits = DEFAULT_LIMITS
 ) -> tuple[Document | None, list[Finding]]:
-    if len(text) > limits.max_bytes or len(text.encode("utf-8", "surrogatepass")) > limits.max_bytes:
-        return None, [too_large(len(text.encode("utf-8", "surrogatepass")), limits, "the spec")]
+    size = len(text) if len(text) > limits.max_bytes else len(text.encode("utf-8", "surrogatepass"))
+    if size > limits.max_bytes:  # (characters: a lower bound of the bytes, and cheap for a huge text)
+        return None, [too_large(size, limits, "the spec")]
     bad_char = check_characters(text)
     if bad_char is not None:
         return None, [bad_char]
