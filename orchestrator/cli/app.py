@@ -13,13 +13,15 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli import exits
+from orchestrator.cli.check import check_file
 from orchestrator.cli.findings_json import result_json
-from orchestrator.cli.output import console, print_findings, print_plan, summary_line
+from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console, print_findings, print_plan, summary_line
 from orchestrator.cli.sim_cmds import sim_app
 from orchestrator.cli.sites import ROOT_ENV, SiteNotFound, example_sites, resolve_site, set_root
 from orchestrator.planning.phases import plan_phases
 from orchestrator.render import RenderConflict, RenderOutcome, render_inventory, render_texts
 from orchestrator.spec.docs import spec_reference
+from orchestrator.spec.limits import DEFAULT_MAX_BYTES, MAX_SPEC_SIZE_ENV, LoadLimits, parse_size
 from orchestrator.spec.site import SiteSpec
 from orchestrator.validation import ValidationResult, validate_file
 
@@ -75,23 +77,49 @@ class Format(StrEnum):
 SiteArg = Annotated[str, typer.Argument(help="Site spec file, a folder with site.yaml, or a site name.")]
 
 
-def _load(site: str) -> ValidationResult:
+def _size(value: str | int) -> int:
+    if isinstance(value, int):  # the default
+        return value
     try:
-        path = resolve_site(site)
+        return parse_size(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+MaxSpecSize = Annotated[
+    int,
+    typer.Option(
+        "--max-spec-size",
+        parser=_size,
+        metavar="SIZE",
+        envvar=MAX_SPEC_SIZE_ENV,
+        show_default="16MiB",
+        help="Refuse spec files larger than this (bytes, or e.g. 64MiB).",
+    ),
+]
+MaxFindings = Annotated[
+    int,
+    typer.Option("--max-findings", min=0, help="Print at most this many findings per spec; 0 prints all."),
+]
+
+
+def _resolve(site: str) -> Path:
+    try:
+        return resolve_site(site)
     except SiteNotFound as exc:
         console(stderr=True).print(str(exc), markup=False)
         raise typer.Exit(exits.NO_SITE) from None
-    return validate_file(path)
 
 
-def _report(result: ValidationResult, quiet: bool = False) -> None:
-    err = console(stderr=True)
-    print_findings(err, result)
-    if not result.ok:
-        err.print(summary_line(result), markup=False, style="bold red")
-        raise typer.Exit(EXIT_INVALID)
+def _load(site: str, max_spec_size: int, max_findings: int, quiet: bool = True) -> ValidationResult:
+    """Resolve SITE, validate it, print the findings; exit 2 when the spec is invalid."""
+    path = _resolve(site)
+    result, code = check_file(path, console(stderr=True), LoadLimits(max_bytes=max_spec_size), max_findings)
+    if code:
+        raise typer.Exit(code)
     if not quiet:
         console().print(summary_line(result), markup=False, style="green")
+    return result
 
 
 @app.command()
@@ -101,13 +129,15 @@ def validate(
     fmt: Annotated[
         Format, typer.Option("--format", help="text (people) or json (tools: every finding, no plan).")
     ] = Format.text,
+    max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
+    max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
     """Check the spec (structure, cross-field rules, capacity) and print the derived plan."""
-    result = _load(site)
     if fmt is Format.json:
+        result = validate_file(_resolve(site), LoadLimits(max_bytes=max_spec_size))
         print(result_json(result))
         raise typer.Exit(exits.OK if result.ok else EXIT_INVALID)
-    _report(result, quiet)
+    result = _load(site, max_spec_size, max_findings, quiet)
     if not quiet and result.plan is not None:
         print_plan(console(), result.plan)
 
@@ -122,14 +152,15 @@ def render_cmd(
             "--force", help="Replace (or remove) inventory files edited by hand since render wrote them."
         ),
     ] = False,
+    max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
+    max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
     """Write the Ansible inventory (hosts.yml, group_vars/, host_vars/) beside the spec.
 
     Only files render wrote are replaced or removed (recorded in .inventory-manifest.json); your own files
     in the folder (vault.yml, custom group_vars) are left alone.
     """
-    result = _load(site)
-    _report(result, quiet=True)
+    result = _load(site, max_spec_size, max_findings)
     target = out or Path(result.filename).parent
     outcome = _render_into(result, target, force)
     console().print(f"rendered {len(outcome.files)} files into {target}", markup=False)
@@ -148,11 +179,14 @@ def _render_into(result: ValidationResult, target: Path, force: bool = False) ->
 
 
 @app.command()
-def phases(site: SiteArg) -> None:
+def phases(
+    site: SiteArg,
+    max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
+    max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
+) -> None:
     """Print the phases an apply runs, the hosts each touches and what it does there."""
-    result = _load(site)
-    _report(result, quiet=True)
-    if result.spec is None or result.plan is None:  # _report exits on an invalid spec
+    result = _load(site, max_spec_size, max_findings)
+    if result.spec is None or result.plan is None:  # _load exits on an invalid spec
         raise typer.Exit(EXIT_INVALID)
     out = console()
     for i, ph in enumerate(plan_phases(result.spec, result.plan), 1):
@@ -195,15 +229,17 @@ def examples(
     out: Annotated[
         Path | None, typer.Option(help="Render into OUT/<site>/ instead (nothing committed changes).")
     ] = None,
+    max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
+    max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
     """Validate every site under inventories/, print its plan and phases, and check that its committed
     inventory is what render writes today (exit 1 when stale). Writes nothing unless --write or --out."""
     failed = stale = 0
     for path in example_sites():
-        result = validate_file(path)
+        result = validate_file(path, LoadLimits(max_bytes=max_spec_size))
         con = console()
         con.rule(str(path))
-        print_findings(console(stderr=True), result)
+        print_findings(console(stderr=True), result, max_findings)
         if not result.ok or result.spec is None or result.plan is None:
             failed += 1
             con.print(summary_line(result), markup=False)

@@ -20,6 +20,15 @@ def finding_json(f: Finding, filename: str) -> dict[str, Any]:
         "col": pos.column if pos else None,
         "message": f.message,
         "fix": f.fix,
+        "related": [
+            {
+                "path": format_path(r.path),
+                "note": r.note,
+                "line": r.position.line if r.position else None,
+                "col": r.position.column if r.position else None,
+            }
+            for r in f.related
+        ],
     }
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 from rich.console import Console
 
 from orchestrator.planning.model import ReplicaPlan, SitePlan
-from orchestrator.spec.findings import format_finding
+from orchestrator.spec.findings import Finding, format_finding
 from orchestrator.validation import ValidationResult
 
 
@@ -15,9 +16,28 @@ def console(stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
-def print_findings(out: Console, result: ValidationResult) -> None:
-    for f in result.findings:
+DEFAULT_MAX_FINDINGS = 50
+"""Findings printed per spec unless --max-findings says otherwise (0: all)."""
+
+
+def more_line(hidden: Sequence[Finding]) -> str:
+    e = sum(1 for f in hidden if f.is_error)
+    return (
+        f"... and {len(hidden)} more ({e} error(s), {len(hidden) - e} warning(s)); "
+        "--max-findings 0 prints them all"
+    )
+
+
+def print_findings(out: Console, result: ValidationResult, limit: int = DEFAULT_MAX_FINDINGS) -> None:
+    """The first `limit` findings (errors come first; 0: all), then one line counting the rest."""
+    shown = result.findings if limit <= 0 else result.findings[:limit]
+    for f in shown:
         out.print(format_finding(f, result.filename), style="red" if f.is_error else "yellow", markup=False)
+    hidden = result.findings[len(shown) :]
+    if hidden:
+        out.print(
+            more_line(hidden), style="red" if any(f.is_error for f in hidden) else "yellow", markup=False
+        )
     sys.stderr.flush()
 
 

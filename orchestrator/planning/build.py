@@ -182,6 +182,10 @@ def build_plan(spec: SiteSpec, arch: ModelArch) -> tuple[SitePlan | None, list[F
     if any(f.is_error for f in findings):
         return None, findings
     stack = stack_plan(spec)
+    replicas_of: dict[str, list[str]] = {}  # server -> its replicas, in replica order (one pass, not n x m)
+    for r in replicas:
+        for name in dict.fromkeys(m.server for m in r.members):
+            replicas_of.setdefault(name, []).append(r.name)
     hosts = []
     for srv in spec.servers:
         prof = profiles.get(srv.profile or "")
@@ -196,7 +200,7 @@ def build_plan(spec: SiteSpec, arch: ModelArch) -> tuple[SitePlan | None, list[F
                 devices=prof.devices if prof else 0,
                 hbm_gib=prof.hbm_gib if prof else 0,
                 hccn=hccn.get(srv.name, ()),
-                replicas=tuple(r.name for r in replicas if any(m.server == srv.name for m in r.members)),
+                replicas=tuple(replicas_of.get(srv.name, ())),
                 ports=tuple(sorted(ports.get(srv.name, []))),
             )
         )

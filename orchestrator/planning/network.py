@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from ipaddress import IPv4Address, IPv4Network
@@ -112,6 +113,7 @@ def plan_hccn(
         return result, overlaps
     k = len(plan.subnets)  # per_index: device d in subnets[d % k]; single_subnet: k == 1, all in subnets[0]
     slots_per_server = [math.ceil(s.devices / k) for s in servers]
+    slots_before = list(itertools.accumulate(slots_per_server, initial=0))  # one pass, not a sum per device
     for order, srv in enumerate(servers):
         if srv.explicit is not None or plan.plan == "explicit":
             explicit, found = _explicit(plan, srv)
@@ -124,7 +126,7 @@ def plan_hccn(
             subnet = plan.subnets[d % k]
             slot = d // k
             # servers may have different device counts: number them after all earlier servers' slots
-            host_number = plan.first_host + sum(slots_per_server[:order]) + slot
+            host_number = plan.first_host + slots_before[order] + slot
             addr = host_address(subnet.cidr, host_number)
             if addr is None:
                 needed = plan.first_host + sum(slots_per_server) - 1

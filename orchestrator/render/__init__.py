@@ -6,6 +6,7 @@ from pathlib import Path
 
 from orchestrator.render.inventory import inventory_files
 from orchestrator.render.writer import RenderConflict, RenderOutcome, render_text, write_inventory
+from orchestrator.spec.gcpause import gc_paused
 from orchestrator.validation import ValidationResult
 
 __all__ = ["RenderConflict", "RenderOutcome", "render", "render_inventory", "render_texts"]
@@ -15,8 +16,9 @@ def render_texts(result: ValidationResult) -> dict[str, str]:
     """File texts for a valid result (relative path -> text)."""
     if not result.ok or result.spec is None or result.plan is None or result.document is None:
         raise ValueError("only a valid spec can be rendered")
-    files = inventory_files(result.spec, result.plan, result.document.sha256)
-    return render_text(files, Path(result.filename).name, result.document.sha256)
+    with gc_paused():  # hundreds of thousands of short-lived objects for a large site, no cycles
+        files = inventory_files(result.spec, result.plan, result.document.sha256)
+        return render_text(files, Path(result.filename).name, result.document.sha256)
 
 
 def render_inventory(result: ValidationResult, out_dir: Path, force: bool = False) -> RenderOutcome:

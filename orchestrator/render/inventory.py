@@ -17,6 +17,7 @@ from typing import Any
 from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SitePlan
 from orchestrator.planning.roles import SITE_ROLES, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
+from orchestrator.spec.hardware import Server
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.software import PackageSource
 
@@ -221,13 +222,19 @@ def _instance(spec: SiteSpec, plan: SitePlan, rep: ReplicaPlan, m: MemberPlan, c
     return out
 
 
-def _host_vars(spec: SiteSpec, plan: SitePlan, host: HostPlan) -> dict[str, Any]:
+def _host_vars(
+    spec: SiteSpec,
+    plan: SitePlan,
+    host: HostPlan,
+    srv: Server,
+    members: list[tuple[ReplicaPlan, MemberPlan]],
+) -> dict[str, Any]:
+    """srv: the host's spec entry; members: its replica memberships in plan order (looked up once)."""
     out: dict[str, Any] = {
         "ansible_host": host.address,
         "ansible_port": host.ssh_port,
         "orchestrator_roles": list(host.roles),
     }
-    srv = next(s for s in spec.servers if s.name == host.name)
     if srv.labels:
         out["orchestrator_labels"] = dict(sorted(srv.labels.items()))
     if host.chip is not None:
@@ -261,12 +268,7 @@ def _host_vars(spec: SiteSpec, plan: SitePlan, host: HostPlan) -> dict[str, Any]
             out["host_tuning_debugfs"] = debugfs
             out["host_tuning_skipped"] = [{"name": s.name, "reason": s.reason} for s in skipped]
     out["orchestrator_ports"] = [{"port": p, "service": s} for p, s in host.ports]
-    out["vllm_serve_instances"] = [
-        _instance(spec, plan, rep, m, host.chip or "")
-        for rep in plan.replicas
-        for m in rep.members
-        if m.server == host.name
-    ]
+    out["vllm_serve_instances"] = [_instance(spec, plan, rep, m, host.chip or "") for rep, m in members]
     return out
 
 
@@ -277,6 +279,13 @@ def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
         "group_vars/all.yml": _all_vars(spec, plan, spec_sha256),
         "group_vars/npu.yml": _npu_vars(spec, plan),
     }
+    servers = {s.name: s for s in spec.servers}
+    members: dict[str, list[tuple[ReplicaPlan, MemberPlan]]] = {}  # one pass: linear in the site size
+    for rep in plan.replicas:
+        for m in rep.members:
+            members.setdefault(m.server, []).append((rep, m))
     for host in plan.hosts:
-        files[f"host_vars/{host.name}.yml"] = _host_vars(spec, plan, host)
+        files[f"host_vars/{host.name}.yml"] = _host_vars(
+            spec, plan, host, servers[host.name], members.get(host.name, [])
+        )
     return files

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated
+from ipaddress import IPv4Address, IPv4Network
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 NAME_PATTERN = r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$"
 
@@ -43,6 +44,23 @@ SecretRef = Annotated[
         json_schema_extra={"pattern": r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:\S.*)$"},
     ),
 ]
+
+
+def _dotted(value: Any) -> Any:
+    # pydantic turns a number into an address (1 -> 0.0.0.1, true -> 0.0.0.1/32): a YAML slip, never meant
+    if isinstance(value, bool | int | float):
+        raise ValueError(
+            f"an address is written as text such as 10.0.0.1 (a subnet as 10.0.0.0/24), not as the number "
+            f"{value!r}"
+        )
+    return value
+
+
+IPv4 = Annotated[IPv4Address, BeforeValidator(_dotted)]
+IPv4Net = Annotated[IPv4Network, BeforeValidator(_dotted)]
+
+KernelInt = Annotated[int, Field(ge=-(2**63), le=2**64 - 1)]
+"""An integer the kernel stores in 64 bits (sysctl and module parameter values)."""
 
 SECRET_NAME = re.compile(r"(^|[_-])(KEY|TOKEN|PASSWORD|PASSWD|SECRET|CREDENTIALS?)$", re.IGNORECASE)
 """Names (field, env variable, flag) whose values are secrets: HF_TOKEN, api_key, --hf-token, ..."""

@@ -10,13 +10,16 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from orchestrator.spec.ranges import annotation_range, field_range
 from orchestrator.spec.site import SiteSpec
 
 
 def _type_name(annotation: Any) -> str:
     origin = get_origin(annotation)
     if origin is typing.Annotated:
-        return _type_name(get_args(annotation)[0])
+        bounds = annotation_range(annotation)
+        base = _type_name(get_args(annotation)[0])
+        return f"{base} ({bounds})" if bounds else base
     if origin in (Union, types.UnionType):
         return " \\| ".join(_type_name(a) for a in get_args(annotation))
     if origin is Literal:
@@ -83,6 +86,9 @@ def spec_reference() -> str:
         lines += ["| key | type | default | description |", "|---|---|---|---|"]
         for name, field in model.model_fields.items():
             desc = (field.description or "").replace("|", "\\|")
+            bounds = field_range(field)
+            if bounds:
+                desc = f"{desc} Range: {bounds}.".strip()
             lines.append(f"| `{name}` | {_type_name(field.annotation)} | {_default(field)} | {desc} |")
         lines.append("")
     return "\n".join(lines)

@@ -10,7 +10,7 @@ SpecPath = tuple[PathPart, ...]
 Severity = Literal["error", "warning"]
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Position:
     line: int
     column: int
@@ -82,11 +82,16 @@ def format_finding(finding: Finding, filename: str) -> str:
     return text
 
 
-def sort_findings(findings: list[Finding]) -> list[Finding]:
-    """Errors first, then by position in the file, then by path."""
+def path_key(path: SpecPath) -> tuple[tuple[int, int, str], ...]:
+    """Order paths as the file does: servers[9] before servers[10], indices before names."""
+    return tuple((0, part, "") if isinstance(part, int) else (1, 0, part) for part in path)
 
-    def key(f: Finding) -> tuple[int, int, int, str]:
+
+def sort_findings(findings: list[Finding]) -> list[Finding]:
+    """Errors first, then by position in the file (line, column), then by path (numerically), message."""
+
+    def key(f: Finding) -> tuple[int, int, int, tuple[tuple[int, int, str], ...], str]:
         pos = f.position or Position(0, 0)
-        return (0 if f.is_error else 1, pos.line, pos.column, format_path(f.path))
+        return (0 if f.is_error else 1, pos.line, pos.column, path_key(f.path), f.message)
 
     return sorted(findings, key=key)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address
 from typing import Literal
 
 from pydantic import Field
 
-from orchestrator.spec.common import Name, SpecModel
+from orchestrator.spec.common import IPv4, KernelInt, Name, SpecModel
 
 Chip = Literal["910B1", "910B2", "910B3", "910B4", "910_93", "310P3"]
 ServerRole = Literal["npu", "build", "gateway", "monitoring"]
@@ -25,22 +24,24 @@ class HardwareProfile(SpecModel):
         description="Logical devices (dies/chips) per card. Default from the chip: A3 has 2 dies per "
         "card, 300I Duo has 2 chips per card, 910B has 1.",
     )
-    hbm_gb: int | None = Field(None, ge=1, description="HBM per logical device in GB. Default from the chip.")
+    hbm_gb: int | None = Field(
+        None, ge=1, le=256, description="HBM per logical device in GB. Default from the chip."
+    )
     cpu: Literal["kunpeng-920", "generic"] = Field("kunpeng-920", description="Host CPU.")
     arch: Literal["aarch64", "x86_64"] = Field("aarch64", description="Host architecture.")
-    cpu_cores: int = Field(192, ge=1, description="Host CPU cores (for CPU binding checks).")
-    memory_gb: int = Field(1024, ge=1, description="Host memory in GB.")
+    cpu_cores: int = Field(192, ge=1, le=4096, description="Host CPU cores (for CPU binding checks).")
+    memory_gb: int = Field(1024, ge=1, le=65536, description="Host memory in GB.")
 
 
 class ServerOverrides(SpecModel):
     """Per-server exceptions to the site-wide settings."""
 
-    hccn_addresses: list[IPv4Address] | None = Field(
+    hccn_addresses: list[IPv4] | None = Field(
         None, description="Explicit NPU-NIC address per device index (replaces the plan for this server)."
     )
     cpu_governor: Literal["performance", "ondemand", "powersave", "schedutil", "conservative"] | None = None
-    sysctls: dict[str, str | int] = Field(default_factory=dict, description="Extra or changed sysctls.")
-    hccl_if_ip: IPv4Address | None = Field(None, description="HCCL_IF_IP for this server (default: address).")
+    sysctls: dict[str, str | KernelInt] = Field(default_factory=dict, description="Extra or changed sysctls.")
+    hccl_if_ip: IPv4 | None = Field(None, description="HCCL_IF_IP for this server (default: address).")
     socket_ifname: str | None = Field(None, description="Host NIC name for HCCL/GLOO/TP sockets.")
 
 
@@ -48,7 +49,7 @@ class Server(SpecModel):
     """One physical server."""
 
     name: Name = Field(description="Inventory host name.")
-    address: IPv4Address = Field(description="Management address the controller reaches over SSH.")
+    address: IPv4 = Field(description="Management address the controller reaches over SSH.")
     profile: str | None = Field(
         None, description="Hardware profile name (required for 'npu' servers, optional otherwise)."
     )

@@ -1,60 +1,63 @@
-"""YAML loading that remembers the line and column of every key and value."""
+"""YAML loading that remembers the line and column of every key and value, within LoadLimits.
+
+load_file -> bytes (bounded read) -> parse_bytes -> text (UTF-8 checks) -> parse_text -> Document.
+Every problem is a Finding: at a line and column, or at a byte offset when the file is not text.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.constructor import DuplicateKeyError
-from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
+from orchestrator.spec.compose import MapPos, PosTree, SeqPos, compose
 from orchestrator.spec.findings import Finding, Position, SpecPath, error
+from orchestrator.spec.gcpause import gc_paused
+from orchestrator.spec.limits import DEFAULT_LIMITS, LoadLimits
+from orchestrator.spec.scalars import ComposeError, Pos
+from orchestrator.spec.textfile import check_characters, decode, read_bounded, too_large
 
 
 @dataclass(frozen=True)
 class SourceMap:
-    """Maps spec paths to positions in the YAML text (1-based line and column)."""
+    """Maps spec paths to positions in the YAML text (1-based line and column).
 
-    root: Any
+    A path that is not (all) in the file resolves to its nearest written parent; the document itself is
+    at its first node, so nothing points at 1:1 unless the file starts there.
+    """
 
-    def _walk(self, path: SpecPath) -> tuple[Any, Position, SpecPath]:
-        node: Any = self.root
-        pos = Position(1, 1)
-        walked: SpecPath = ()
+    tree: PosTree
+    root: Pos = (1, 1)
+
+    def _walk(self, path: SpecPath) -> tuple[PosTree, Pos, int]:
+        node, pos, walked = self.tree, self.root, 0
         for part in path:
-            if isinstance(node, CommentedMap) and isinstance(part, str) and part in node:
-                line, col = node.lc.value(part)
-                if line is None:
-                    line, col = node.lc.key(part)
-                pos = Position(line + 1, col + 1)
-                node = node[part]
-            elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
-                line, col = node.lc.item(part)
-                pos = Position(line + 1, col + 1)
-                node = node[part]
+            if isinstance(node, MapPos) and isinstance(part, str) and part in node.entries:
+                _, pos, node = node.entries[part]
+            elif isinstance(node, SeqPos) and isinstance(part, int) and 0 <= part < len(node.items):
+                pos, node = node.items[part]
             else:
                 break
-            walked = (*walked, part)
+            walked += 1
         return node, pos, walked
 
     def locate(self, path: SpecPath) -> Position:
         """Position of the value at path, or of the deepest parent that exists."""
-        return self._walk(path)[1]
+        return Position(*self._walk(path)[1])
 
     def locate_key(self, path: SpecPath) -> Position:
         """Position of the key at the end of path (for unknown keys), else like locate()."""
         if not path:
-            return Position(1, 1)
+            return Position(*self.root)
         parent, _, walked = self._walk(path[:-1])
         last = path[-1]
-        if len(walked) == len(path) - 1 and isinstance(parent, CommentedMap) and last in parent:
-            line, col = parent.lc.key(last)
-            return Position(line + 1, col + 1)
+        if walked == len(path) - 1 and isinstance(parent, MapPos) and isinstance(last, str):
+            entry = parent.entries.get(last)
+            if entry is not None:
+                return Position(*entry[0])
         return self.locate(path)
 
 
@@ -67,68 +70,75 @@ class Document:
     source_map: SourceMap
 
 
-def _plain(node: Any) -> Any:
-    """Convert ruamel round-trip nodes into plain Python values (bool stays bool, ints stay int)."""
-    if isinstance(node, dict):
-        return {str(k): _plain(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_plain(v) for v in node]
-    if isinstance(node, bool) or node is None:
-        return node
-    if type(node).__name__ == "ScalarBoolean":
-        return bool(node)
-    if isinstance(node, int):
-        return int(node)
-    if isinstance(node, float):
-        return float(node)
-    if isinstance(node, str):
-        return str(node)
-    return str(node)
-
-
-def parse_text(text: str, filename: str) -> tuple[Document | None, list[Finding]]:
-    yaml = YAML(typ="rt")
-    yaml.allow_duplicate_keys = False
+def parse_text(
+    text: str, filename: str, limits: LoadLimits = DEFAULT_LIMITS
+) -> tuple[Document | None, list[Finding]]:
+    size = len(text) if len(text) > limits.max_bytes else len(text.encode("utf-8", "surrogatepass"))
+    if size > limits.max_bytes:  # (characters: a lower bound of the bytes, and cheap for a huge text)
+        return None, [too_large(size, limits, "the spec")]
+    bad_char = check_characters(text)
+    if bad_char is not None:
+        return None, [bad_char]
     try:
-        root = yaml.load(text)
-    except DuplicateKeyError as exc:
-        return None, [_mark_finding(exc, "duplicate key", "remove or rename one of the two keys")]
+        with gc_paused():
+            data, tree, root_pos = compose(text, limits)
+    except ComposeError as exc:
+        return None, [error((), exc.message, exc.fix, code=exc.code).at(Position(*exc.pos))]
     except MarkedYAMLError as exc:
-        return None, [_mark_finding(exc, "YAML syntax error", "fix the YAML syntax at that position")]
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    if root is None:
-        root = CommentedMap()
-    if not isinstance(root, CommentedMap):
+        return None, [_syntax_finding(exc, text)]
+    except YAMLError as exc:  # the checks above leave the parser nothing else to refuse; stay a finding
+        return None, [error((), f"YAML error: {exc}", "fix the YAML at that position", code="yaml")]
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    root = root_pos if data is not None and root_pos is not None else (1, 1)
+    if data is None:  # an empty file or document
+        data, tree = {}, MapPos(root)
+    if not isinstance(data, dict):
         return None, [
             error(
                 (),
                 "the site spec must be a YAML mapping (key: value pairs) at the top level",
                 "start the file with 'site: <name>' and the other sections",
-            ).at(Position(1, 1))
+            ).at(Position(*root))
         ]
-    return Document(filename, text, digest, _plain(root), SourceMap(root)), []
+    return Document(filename, text, digest, data, SourceMap(tree, root)), []
 
 
-_DUPLICATE = re.compile(r'found duplicate key "(?P<key>[^"]*)"')
-
-
-def _mark_finding(exc: MarkedYAMLError, what: str, fix: str) -> Finding:
+def _syntax_finding(exc: MarkedYAMLError, text: str) -> Finding:
     mark = exc.problem_mark or exc.context_mark
     pos = Position(mark.line + 1, mark.column + 1) if mark is not None else Position(1, 1)
     detail = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-    dup = _DUPLICATE.search(detail)
-    if dup is not None:  # ruamel quotes both values, which may be secrets: name the key only
-        return error(
-            (), f'duplicate key "{dup["key"]}": it appears twice in the same mapping', fix, "yaml"
-        ).at(pos)
-    return error((), f"{what}: {detail}".strip().rstrip(":"), fix, code="yaml").at(pos)
+    if mark is not None and "'\\t'" not in detail and _char_at(text, mark.line, mark.column) == "\t":
+        detail += " (the character there is a tab, '\\t': YAML indents with spaces, never tabs)"
+    return error(
+        (),
+        f"YAML syntax error: {detail}".strip().rstrip(":"),
+        "fix the YAML syntax at that position",
+        code="yaml",
+    ).at(pos)
 
 
-def load_file(path: Path) -> tuple[Document | None, list[Finding]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None, [error((), f"no such file: {path}", "check the path to the site spec", code="io")]
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, [error((), f"cannot read {path}: {exc}", "make the file readable UTF-8 text", code="io")]
-    return parse_text(text, str(path))
+def _char_at(text: str, line: int, column: int) -> str:
+    start = 0
+    for _ in range(line):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return ""
+    return text[start + column : start + column + 1]
+
+
+def parse_bytes(
+    raw: bytes, filename: str, limits: LoadLimits = DEFAULT_LIMITS
+) -> tuple[Document | None, list[Finding]]:
+    if len(raw) > limits.max_bytes:
+        return None, [too_large(len(raw), limits, "the file")]
+    text, findings = decode(raw)
+    if text is None:
+        return None, findings
+    return parse_text(text, filename, limits)
+
+
+def load_file(path: Path, limits: LoadLimits = DEFAULT_LIMITS) -> tuple[Document | None, list[Finding]]:
+    raw, findings = read_bounded(path, limits)
+    if raw is None:
+        return None, findings
+    return parse_bytes(raw, str(path), limits)

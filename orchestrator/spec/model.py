@@ -13,18 +13,20 @@ class CustomArchitecture(SpecModel):
     """Architecture facts for a model not in the catalog (used for capacity and parallelism checks)."""
 
     family: str = Field("custom", description="Model family, e.g. qwen2, llama, deepseek_v3.")
-    params_b: float = Field(gt=0, description="Total parameters in billions.")
-    expert_params_b: float = Field(0.0, ge=0, description="Routed-expert parameters (MoE) in billions.")
-    layers: int = Field(ge=1)
-    hidden_size: int = Field(ge=1)
-    heads: int = Field(ge=1)
-    kv_heads: int = Field(ge=1)
-    head_dim: int | None = Field(None, ge=1, description="Default: hidden_size / heads.")
+    params_b: float = Field(gt=0, le=10000, allow_inf_nan=False, description="Total parameters in billions.")
+    expert_params_b: float = Field(
+        0.0, ge=0, le=10000, allow_inf_nan=False, description="Routed-expert parameters (MoE) in billions."
+    )
+    layers: int = Field(ge=1, le=1024)
+    hidden_size: int = Field(ge=1, le=262144)
+    heads: int = Field(ge=1, le=4096)
+    kv_heads: int = Field(ge=1, le=4096)
+    head_dim: int | None = Field(None, ge=1, le=4096, description="Default: hidden_size / heads.")
     moe: bool = False
     attention: Literal["mla", "gqa"] = "gqa"
-    kv_lora_rank: int = Field(0, ge=0)
-    qk_rope_head_dim: int = Field(0, ge=0)
-    max_position_embeddings: int = Field(32768, ge=1)
+    kv_lora_rank: int = Field(0, ge=0, le=65536)
+    qk_rope_head_dim: int = Field(0, ge=0, le=4096)
+    max_position_embeddings: int = Field(32768, ge=1, le=16777216)
     default_dtype: Literal["bfloat16", "float16"] = "bfloat16"
 
 

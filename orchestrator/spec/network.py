@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address, IPv4Network
 from typing import Literal
 
 from pydantic import Field
 
-from orchestrator.spec.common import SpecModel
+from orchestrator.spec.common import IPv4, IPv4Net, SpecModel
 
 
 class HccnSubnet(SpecModel):
-    cidr: IPv4Network = Field(description="Subnet of the NPU NICs, e.g. 192.168.100.0/24 (sets the netmask).")
-    gateway: IPv4Address | None = Field(None, description="Gateway for the NPU NICs (hccn_tool -gateway).")
-    netdetect: IPv4Address | None = Field(
+    cidr: IPv4Net = Field(description="Subnet of the NPU NICs, e.g. 192.168.100.0/24 (sets the netmask).")
+    gateway: IPv4 | None = Field(None, description="Gateway for the NPU NICs (hccn_tool -gateway).")
+    netdetect: IPv4 | None = Field(
         None, description="Address probed by the NIC link detection (hccn_tool -netdetect); default: gateway."
     )
 
@@ -30,7 +29,10 @@ class HccnPlan(SpecModel):
     plan: Literal["single_subnet", "per_index", "explicit"] = "single_subnet"
     subnets: list[HccnSubnet] = Field(default_factory=list, description="Subnets, in device-index order.")
     first_host: int = Field(
-        10, ge=1, description="Host number of the first address in each subnet (skip gateways etc.)."
+        10,
+        ge=1,
+        le=16777214,
+        description="Host number of the first address in each subnet (skip gateways etc.).",
     )
     tls: bool = Field(False, description="hccn_tool -tls; Huawei recommends the same setting everywhere (0).")
     mtu: int | None = Field(None, ge=1280, le=9000, description="NPU NIC MTU (hccn_tool -mtu), if set.")

@@ -2,40 +2,56 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from orchestrator.spec.common import SecretRef, SpecModel
 
+MAX_REPLICAS = 1_000_000
+
 
 class Gates(SpecModel):
     startup_timeout_s: int | None = Field(
-        None, ge=30, description="Max wait for /health after start; default derived from weight size."
+        None,
+        ge=30,
+        le=86400,
+        description="Max wait for /health after start; default derived from weight size.",
     )
-    health_interval_s: int = Field(10, ge=1)
+    health_interval_s: int = Field(10, ge=1, le=3600)
     weights_read_mb_s: int = Field(
-        1000, ge=10, description="Assumed weight read throughput per server, for the derived startup timeout."
+        1000,
+        ge=10,
+        le=100000,
+        description="Assumed weight read throughput per server, for the derived startup timeout.",
     )
     smoke_prompts: int = Field(
-        3, ge=0, description="Completions that must succeed before a replica is routable."
+        3, ge=0, le=1000, description="Completions that must succeed before a replica is routable."
     )
     accuracy_tolerance: float = Field(
-        0.005, ge=0, le=1, description="Max relative deviation of reference logprobs vs the previous release."
+        0.005,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Max relative deviation of reference logprobs vs the previous release.",
     )
-    max_error_rate: float = Field(0.0, ge=0, le=1, description="Smoke-test error rate that fails the gate.")
+    max_error_rate: float = Field(
+        0.0, ge=0, le=1, allow_inf_nan=False, description="Smoke-test error rate that fails the gate."
+    )
 
 
 class Rollout(SpecModel):
-    canary: int = Field(1, ge=0, description="Replicas in the first batch (0: no canary batch).")
-    batch_size: int | str = Field(
+    canary: int = Field(
+        1, ge=0, le=MAX_REPLICAS, description="Replicas in the first batch (0: no canary batch)."
+    )
+    batch_size: Annotated[int, Field(le=MAX_REPLICAS)] | str = Field(
         1,
         description="Replicas per later batch: a number or a percentage such as '25%'.",
         union_mode="left_to_right",
     )
     max_fail_percentage: int = Field(0, ge=0, le=100)
     min_available: int | None = Field(
-        None, ge=0, description="Replicas that must stay serving during a rollout."
+        None, ge=0, le=MAX_REPLICAS, description="Replicas that must stay serving during a rollout."
     )
     auto_rollback: bool = True
     gates: Gates = Field(default_factory=Gates)
@@ -54,8 +70,8 @@ class Monitoring(SpecModel):
     prometheus_port: int = Field(9090, ge=1, le=65535)
     node_exporter_port: int = Field(9100, ge=1, le=65535)
     npu_exporter_port: int = Field(8082, ge=1, le=65535)
-    scrape_interval_s: int = Field(15, ge=1)
-    retention_days: int = Field(15, ge=1)
+    scrape_interval_s: int = Field(15, ge=1, le=86400)
+    retention_days: int = Field(15, ge=1, le=36500)
 
 
 class DriftOutput(SpecModel):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -10,9 +10,9 @@ from orchestrator.spec.common import Name, SecretRef, SpecModel
 
 
 class Parallelism(SpecModel):
-    tp: int = Field(1, ge=1, description="--tensor-parallel-size.")
-    pp: int = Field(1, ge=1, description="--pipeline-parallel-size.")
-    dp: int = Field(1, ge=1, description="--data-parallel-size (engine ranks across the replica).")
+    tp: int = Field(1, ge=1, le=1024, description="--tensor-parallel-size.")
+    pp: int = Field(1, ge=1, le=256, description="--pipeline-parallel-size.")
+    dp: int = Field(1, ge=1, le=65536, description="--data-parallel-size (engine ranks across the replica).")
     ep: bool = Field(False, description="--enable-expert-parallel (MoE only); EP size = tp x dp.")
 
 
@@ -20,8 +20,10 @@ class Hccl(SpecModel):
     """HCCL environment for multi-device replicas (see vllm-ascend multi-node docs)."""
 
     buffsize_mb: int = Field(200, ge=50, le=4096, description="HCCL_BUFFSIZE in MB (DeepSeek: 200-1024).")
-    connect_timeout_s: int = Field(120, ge=10, description="HCCL_CONNECT_TIMEOUT.")
-    exec_timeout_s: int = Field(1836, ge=60, description="HCCL_EXEC_TIMEOUT.")
+    # Upper bounds from the CANN environment variable reference (hiascend.com, envref_07_0077 and _0078):
+    # HCCL_CONNECT_TIMEOUT takes [120, 7200] s, HCCL_EXEC_TIMEOUT [0, 2147483647] s on Atlas A2/A3.
+    connect_timeout_s: int = Field(120, ge=10, le=7200, description="HCCL_CONNECT_TIMEOUT.")
+    exec_timeout_s: int = Field(1836, ge=60, le=2147483647, description="HCCL_EXEC_TIMEOUT.")
     op_expansion_mode: Literal["AIV", "AI_CPU", "HOST"] | None = Field(
         None,
         description="HCCL_OP_EXPANSION_MODE; null: the chip's default (Atlas A2/A3: AIV; 300I Duo: HOST, "
@@ -44,7 +46,7 @@ class Replica(SpecModel):
     parallelism: Parallelism | None = Field(
         None, description="Overrides serving.parallelism for this replica."
     )
-    devices: list[int] | None = Field(
+    devices: list[Annotated[int, Field(ge=0, le=15)]] | None = Field(
         None, description="Device indices used on every member (default: all). Lets replicas share a server."
     )
     port: int | None = Field(None, ge=1, le=65535, description="API port (default serving.port).")
@@ -58,10 +60,14 @@ class Serving(SpecModel):
         None, description="API key reference; passed as VLLM_API_KEY at run time."
     )
     parallelism: Parallelism = Field(default_factory=Parallelism)
-    max_num_seqs: int = Field(256, ge=1, description="--max-num-seqs (per DP rank).")
-    max_num_batched_tokens: int | None = Field(None, ge=1, description="--max-num-batched-tokens.")
-    max_model_len: int = Field(8192, ge=16, description="--max-model-len.")
-    gpu_memory_utilization: float = Field(0.9, gt=0.0, le=0.98, description="--gpu-memory-utilization.")
+    max_num_seqs: int = Field(256, ge=1, le=65536, description="--max-num-seqs (per DP rank).")
+    max_num_batched_tokens: int | None = Field(
+        None, ge=1, le=16777216, description="--max-num-batched-tokens."
+    )
+    max_model_len: int = Field(8192, ge=16, le=16777216, description="--max-model-len.")
+    gpu_memory_utilization: float = Field(
+        0.9, gt=0.0, le=0.98, allow_inf_nan=False, description="--gpu-memory-utilization."
+    )
     kv_cache_dtype: Literal["auto", "int8"] = Field(
         "auto",
         description="KV cache dtype ('auto' = model dtype). int8 is vllm-ascend's C8 KV cache: it comes "

@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AnyUrl, Field, model_validator
+from pydantic import AfterValidator, AnyUrl, Field, model_validator
 
+from orchestrator.catalog.version import Version
 from orchestrator.spec.common import SpecModel
 
 Sha256 = str
 
 
+def _check_version(text: str) -> str:
+    Version.parse(text)  # ValueError says what is wrong; the structural check reports it at the field
+    return text
+
+
+VersionText = Annotated[str, AfterValidator(_check_version)]
+"""A version as Huawei or pip writes it (24.1.rc3, 7.8.0.2.212, v0.23.0rc1); anything else is an error."""
+
+
 class PackageSource(SpecModel):
     """A package the controller ships to hosts: a controller-side path or a URL, always with its sha256."""
 
-    version: str = Field(description="Package version as Huawei names it, e.g. 25.5.1 or 7.8.0.2.212.")
+    version: VersionText = Field(
+        description="Package version as Huawei names it, e.g. 25.5.1 or 7.8.0.2.212."
+    )
     path: str | None = Field(None, description="File on the controller.")
     url: AnyUrl | None = Field(None, description="Download URL (fetched once by the controller).")
     sha256: str = Field(
@@ -39,11 +51,11 @@ class OperatingSystem(SpecModel):
 class VllmAscendStack(SpecModel):
     """The serving stack. Everything but `version` is derived from the compatibility matrix."""
 
-    version: str = Field("v0.23.0", description="vllm-ascend release, e.g. v0.23.0.")
-    vllm: str | None = Field(None, description="Upstream vLLM tag (derived).")
-    cann: str | None = Field(None, description="CANN version of the base image (derived).")
-    torch_npu: str | None = Field(None, description="torch_npu version (derived).")
-    python: str | None = Field(None, description="Python in the image (derived).")
+    version: VersionText = Field("v0.23.0", description="vllm-ascend release, e.g. v0.23.0.")
+    vllm: VersionText | None = Field(None, description="Upstream vLLM tag (derived).")
+    cann: VersionText | None = Field(None, description="CANN version of the base image (derived).")
+    torch_npu: VersionText | None = Field(None, description="torch_npu version (derived).")
+    python: VersionText | None = Field(None, description="Python in the image (derived).")
     soc_version: str | None = Field(None, description="SOC_VERSION build arg (derived from the chip).")
 
 

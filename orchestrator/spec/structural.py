@@ -12,6 +12,7 @@ from pydantic_core import ErrorDetails
 
 from orchestrator.spec.common import SECRET_FIELD_NAMES, SECRET_NAME
 from orchestrator.spec.findings import Finding, SpecPath, error, format_path
+from orchestrator.spec.ranges import annotation_range, field_range
 from orchestrator.spec.site import SiteSpec
 
 _PATTERN_HINTS = {
@@ -165,13 +166,46 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
 def _fix_for_value_error(text: str) -> str:
     if "secret" in text:
         return "put the secret in an environment variable or a file and write e.g. 'env:VLLM_API_KEY'"
+    if "an address is written as text" in text:
+        return "write the address itself, e.g. 10.0.0.1 (or a subnet such as 10.0.0.0/24)"
+    if "invalid version" in text:
+        return "write the version as the package names it, e.g. 25.5.1, 8.3.RC2 or v0.23.0"
     if "exactly one of 'path'" in text:
         return "keep either 'path:' (a file on the controller) or 'url:', not both and not neither"
     return "correct the value as described"
 
 
+def _item_range(annotation: Any) -> str | None:
+    """The range of the first bounded type inside an annotation (list items, dict values, union arms)."""
+    found = annotation_range(annotation)
+    if found is not None:
+        return found
+    for arg in get_args(annotation):
+        found = _item_range(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _bounds(path: SpecPath) -> str | None:
+    """The allowed range of the number at path: its field's, or its list's/map's item type's."""
+    for cut in range(len(path), 0, -1):
+        parent, last = model_at(path[: cut - 1]), path[cut - 1]
+        if parent is None or not isinstance(last, str) or last not in parent.model_fields:
+            continue
+        field = parent.model_fields[last]
+        own = field_range(field) if cut == len(path) else None
+        return own or _item_range(field.annotation)
+    return None
+
+
 def _generic_fix(kind: str, path: SpecPath) -> str:
     doc = _field_doc(path)
+    bounds = _bounds(path)
+    if bounds is not None and (kind.startswith(("greater", "less")) or kind == "finite_number"):
+        return f"use a value inside the allowed range, {bounds}{doc}"
+    if kind == "finite_number":
+        return f"write a finite number (not .inf or .nan){doc}"
     if kind.startswith(("int_", "float_")):
         return f"write a number{doc}"
     if kind.startswith("bool"):

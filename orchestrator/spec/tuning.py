@@ -6,9 +6,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from orchestrator.spec.common import SpecModel
+from orchestrator.spec.common import KernelInt, SpecModel
 
-SysctlValue = int | str
+SysctlValue = KernelInt | str
 
 
 def _default_sysctls() -> dict[str, SysctlValue]:
@@ -20,7 +20,9 @@ def _default_sysctls() -> dict[str, SysctlValue]:
 
 class Hugepages(SpecModel):
     size_kb: Literal[2048, 524288, 1048576] = Field(2048, description="Page size in kB (2M, 512M, 1G).")
-    count: int = Field(0, ge=0, description="Pages to reserve (vm.nr_hugepages for the default size).")
+    count: int = Field(
+        0, ge=0, le=33554432, description="Pages to reserve (vm.nr_hugepages for the default size)."
+    )
 
 
 class Tuning(SpecModel):
@@ -47,7 +49,7 @@ class Tuning(SpecModel):
         "vllm-ascend's CPU-binding guide does for stable IRQ affinity; null: IRQs are not managed.",
     )
     hugepages: Hugepages = Field(default_factory=Hugepages)
-    rdma_modules: dict[str, dict[str, int | str]] = Field(
+    rdma_modules: dict[str, dict[str, KernelInt | str]] = Field(
         default_factory=dict,
         description="Host RDMA NIC kernel module -> options (/etc/modprobe.d). Only real module parameters; "
         "NPU NICs are configured with hccn_tool, not here.",

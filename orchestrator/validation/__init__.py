@@ -10,7 +10,9 @@ from orchestrator.planning.build import build_plan
 from orchestrator.planning.model import SitePlan
 from orchestrator.planning.resolve import resolve_model
 from orchestrator.spec.findings import Finding, sort_findings
-from orchestrator.spec.loader import Document, load_file, parse_text
+from orchestrator.spec.gcpause import gc_paused
+from orchestrator.spec.limits import DEFAULT_LIMITS, LoadLimits
+from orchestrator.spec.loader import Document, load_file, parse_bytes, parse_text
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.structural import validate_structure
 from orchestrator.validation import (
@@ -103,10 +105,11 @@ def merge_replica_findings(findings: list[Finding]) -> list[Finding]:
 
 
 def validate_document(doc: Document) -> ValidationResult:
-    spec, findings = validate_structure(doc.data)
-    plan = None
-    if spec is not None:
-        plan, findings = _semantic(spec)
+    with gc_paused():
+        spec, findings = validate_structure(doc.data)
+        plan = None
+        if spec is not None:
+            plan, findings = _semantic(spec)
     located = []
     unique = list(dict.fromkeys(findings))  # per-replica checks may report the same shared field twice
     for f in merge_replica_findings(unique):
@@ -116,15 +119,24 @@ def validate_document(doc: Document) -> ValidationResult:
     return ValidationResult(doc.filename, doc, spec, plan, tuple(sort_findings(located)))
 
 
-def validate_text(text: str, filename: str = "site.yaml") -> ValidationResult:
-    doc, findings = parse_text(text, filename)
+def _from(doc: Document | None, findings: list[Finding], filename: str) -> ValidationResult:
     if doc is None:
-        return ValidationResult(filename, None, None, None, tuple(findings))
+        return ValidationResult(filename, None, None, None, tuple(sort_findings(findings)))
     return validate_document(doc)
 
 
-def validate_file(path: Path) -> ValidationResult:
-    doc, findings = load_file(path)
-    if doc is None:
-        return ValidationResult(str(path), None, None, None, tuple(findings))
-    return validate_document(doc)
+def validate_text(
+    text: str, filename: str = "site.yaml", limits: LoadLimits = DEFAULT_LIMITS
+) -> ValidationResult:
+    return _from(*parse_text(text, filename, limits), filename)
+
+
+def validate_bytes(
+    raw: bytes, filename: str = "site.yaml", limits: LoadLimits = DEFAULT_LIMITS
+) -> ValidationResult:
+    return _from(*parse_bytes(raw, filename, limits), filename)
+
+
+def validate_file(path: Path, limits: LoadLimits = DEFAULT_LIMITS) -> ValidationResult:
+    """What every CLI command that loads a spec calls."""
+    return _from(*load_file(path, limits), str(path))

@@ -79,6 +79,7 @@ def test_validate_json_lists_every_finding_with_its_position(tmp_path: Path) -> 
     line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith("sevrers:"))
     assert (unknown["line"], unknown["col"]) == (line, 1)
     assert unknown["code"] == "unknown-key" and "did you mean 'servers'?" in unknown["fix"]
+    assert unknown["related"] == []
     ok = json.loads(run("validate", "--format", "json", EXAMPLE).stdout)
     assert ok["valid"] is True and ok["errors"] == 0 and len(ok["spec_sha256"]) == 64
 
@@ -121,3 +122,16 @@ def test_examples_writes_nothing_and_reports_a_stale_inventory(tmp_path: Path) -
     hosts.write_text(hosts.read_text().removesuffix("# hand edit\n"))
     assert run("--root", str(tmp_path), "examples", "--write").returncode == 0
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+
+
+def test_validate_json_names_the_first_definition_of_a_duplicate(tmp_path: Path) -> None:
+    data = load_example("a2-pair-r1-w8a8")
+    data["servers"][1]["name"] = data["servers"][0]["name"]
+    spec = tmp_path / "site.yaml"
+    text = to_yaml(data)
+    spec.write_text(text)
+    doc = json.loads(run("validate", "--format", "json", str(spec)).stdout)
+    dup = next(f for f in doc["findings"] if f["path"] == "servers[1].name")
+    lines = [i for i, ln in enumerate(text.splitlines(), 1) if ln.strip() == "name: a2-01"]
+    assert dup["line"] == lines[1]
+    assert [(r["path"], r["line"]) for r in dup["related"]] == [("servers[0].name", lines[0])]

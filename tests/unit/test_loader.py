@@ -6,6 +6,7 @@ import hashlib
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -298,27 +299,28 @@ def test_directory_instead_of_file(tmp_path: Path) -> None:
     assert f.code == "io" and f.message.startswith(f"cannot read {tmp_path}")
 
 
-def test_file_that_is_not_utf8(tmp_path: Path) -> None:
+def test_file_that_is_not_utf8_is_reported_at_the_byte_offset(tmp_path: Path) -> None:
     path = tmp_path / "site.yaml"
-    path.write_bytes(b"site: caf\xe9\n")
+    path.write_bytes(b"# ok\nsite: caf\xe9\n")
     doc, findings = load_file(path)
     assert doc is None
     [f] = findings
-    assert f.code == "io" and "cannot read" in f.message
-    assert f.fix == "make the file readable UTF-8 text"
+    assert f.code == "io" and f.position is None
+    assert "not UTF-8" in f.message and "byte 0xE9 at byte offset 14 (line 2)" in f.message
+    assert f.fix is not None and "save the file as UTF-8" in f.fix
 
 
 def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "site.yaml"
     path.write_text("site: lab\n", encoding="utf-8")
-    original = Path.read_text
+    original = Path.open
 
-    def denied(self: Path, *args: object, **kwargs: object) -> str:
+    def denied(self: Path, *args: Any, **kwargs: Any) -> Any:
         if self == path:
             raise PermissionError(13, "Permission denied", str(self))
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+        return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_text", denied)
+    monkeypatch.setattr(Path, "open", denied)
     result = validate_file(path)
     assert not result.ok and result.document is None
     [f] = result.findings

@@ -274,7 +274,7 @@ def test_optional_and_list_fields_give_one_finding_at_the_item(mutation: Mutatio
 def test_type_and_range_errors_explain_the_field() -> None:
     f = only(structural("a2-single-distill", put("profiles", "atlas-800t-a2", "cards", value=9)))
     assert "less than or equal to 8" in f.message and f.message.endswith("got 9")
-    assert f.fix is not None and f.fix.startswith("use a value inside the allowed range")
+    assert f.fix is not None and f.fix.startswith("use a value inside the allowed range, 1 to 8")
     assert "NPU cards per server" in f.fix
 
     f = only(structural("a2-single-distill", put("serving", "max_model_len", value="32k")))
