@@ -34,9 +34,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from output import ReadmeError, dump, update_readme
+
 ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "orchestrator" / "catalog" / "data" / "vllm_flags"
-README = ROOT / "benchmarks" / "README.md"
+README = ROOT / "benchmarks" / "README.md"  # section "vLLM flag tables"
 PROBE = Path(__file__).resolve().parent / "probe.py"
 TORCH = "torch==2.13.0"
 SCHEMA_VERSION = 1
@@ -321,52 +323,6 @@ def generate(version: str, cache: Path, base: Path, today: str) -> dict[str, Any
     }
 
 
-def dump(table: dict[str, Any]) -> str:
-    """JSON with one option / probe per line, so a new release's diff reads flag by flag."""
-    lines = ["{"]
-    keys = sorted(table)
-    for i, key in enumerate(keys):
-        value = table[key]
-        comma = "," if i < len(keys) - 1 else ""
-        if key in ("options", "probes", "positionals") and isinstance(value, list):
-            lines.append(f" {json.dumps(key)}: [")
-            for j, item in enumerate(value):
-                sep = "," if j < len(value) - 1 else ""
-                lines.append(f"  {json.dumps(item, sort_keys=True)}{sep}")
-            lines.append(f" ]{comma}")
-        else:
-            lines.append(f" {json.dumps(key)}: {json.dumps(value, sort_keys=True)}{comma}")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def readme_rows(tables: list[dict[str, Any]]) -> list[str]:
-    rows = [
-        "| vLLM | options | option strings (incl. --no- and short forms) | wheel | generated |",
-        "|---|---|---|---|---|",
-    ]
-    for t in tables:
-        opts = [o for o in t["options"] if o["action"] != "help"]
-        strings = sum(len(o["flags"]) for o in opts)
-        rows.append(
-            f"| v{t['vllm_version']} | {len(opts)} | {strings} | `{t['wheel']['filename']}` "
-            f"(sha256 `{t['wheel']['sha256'][:12]}…`) | {t['generated']} |"
-        )
-    return rows
-
-
-def update_readme(tables: list[dict[str, Any]]) -> None:
-    begin, end = "<!-- vllm-flag-tables:begin -->", "<!-- vllm-flag-tables:end -->"
-    text = README.read_text(encoding="utf-8")
-    if begin not in text or end not in text:
-        raise GenerateError(f"{README}: the markers {begin} / {end} are missing")
-    head, rest = text.split(begin, 1)
-    _, tail = rest.split(end, 1)
-    README.write_text(
-        head + begin + "\n" + "\n".join(readme_rows(tables)) + "\n" + end + tail, encoding="utf-8"
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gen-vllm-flags", description=__doc__.split("\n", 1)[0])
     parser.add_argument(
@@ -396,8 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.readme:
             tables = [json.loads(p.read_text(encoding="utf-8")) for p in sorted(OUT_DIR.glob("v*.json"))]
             tables.sort(key=lambda t: [int(x) for x in re.findall(r"\d+", t["vllm_version"])])
-            update_readme(tables)
-    except GenerateError as exc:
+            update_readme(README, tables)
+    except (GenerateError, ReadmeError) as exc:
         print(f"gen-vllm-flags: {exc}", file=sys.stderr)
         return 1
     return 0
