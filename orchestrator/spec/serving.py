@@ -68,7 +68,8 @@ class Serving(SpecModel):
     extra_args: list[str] = Field(
         default_factory=list,
         description="Extra `vllm serve` arguments; read as the pinned vLLM release's parser reads them "
-        "(generated flag table): unknown or removed options, bad values and options the plan sets are errors.",
+        "(generated flag table): unknown or removed options, bad values and options the plan sets are "
+        "errors.",
     )
     allow_unknown_args: bool = Field(
         False, description="Accept extra_args options the pinned vLLM release does not have (a custom build)."

@@ -159,3 +159,25 @@ def test_every_rendered_option_maps_to_a_spec_field_in_every_pinned_release() ->
             spec = table.get(option)
             assert spec is not None, f"the plan renders {option}, which vLLM v{version} does not have"
             assert spec.dest in PLAN_FIELDS, f"{option} ({spec.dest}) has no spec field in PLAN_FIELDS"
+
+
+def test_what_the_planner_renders_is_covered_by_the_refused_set(
+    pair: dict[str, Any],
+    single: dict[str, Any],
+    a3: dict[str, Any],
+    duo: dict[str, Any],
+    fleet: dict[str, Any],
+) -> None:
+    """The examples planned without extra_args: every option on every member's line (head, headless) is
+    one the validator refuses in extra_args, so no rendered flag can be overridden from the spec."""
+    table = flag_table("0.23.0")
+    for data in (pair, single, a3, duo, fleet):
+        data["serving"]["extra_args"] = []
+        plan = validate_data(data).plan
+        assert plan is not None
+        for replica in plan.replicas:
+            for member in replica.members:
+                for arg in member.args:
+                    spec = table.get(arg) if arg.startswith("-") else None
+                    assert spec is None or spec.dest in PLAN_FIELDS, (replica.name, arg)
+                    assert not arg.startswith("-") or spec is not None, f"{arg} is not a v0.23.0 option"
