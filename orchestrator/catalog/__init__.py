@@ -21,7 +21,17 @@ from orchestrator.catalog.chips import (
     get_chip,
     validate_chips,
 )
-from orchestrator.catalog.flags import RemovedFlag, canonical_flag, removed_flag, suggest_flag, validate_flags
+from orchestrator.catalog.flags import (
+    FlagSpec,
+    FlagTable,
+    RemovedFlag,
+    flag_table,
+    nearest_table,
+    removed_flag,
+    suggest_flag,
+    table_versions,
+    validate_removed,
+)
 from orchestrator.catalog.hdk import (
     CannRequirement,
     DriverSeries,
@@ -49,9 +59,6 @@ if TYPE_CHECKING:
     MODEL_NAMES: tuple[str, ...]
     RELEASES: tuple[VllmAscendRelease, ...]
     DEFAULT_RELEASE: str
-    KNOWN_SERVE_FLAGS: frozenset[str]
-    REMOVED_SERVE_FLAGS: Mapping[str, str]
-    SERVE_FLAG_ALIASES: Mapping[str, str]
     KNOWN_MODULE_OPTIONS: Mapping[str, frozenset[str]]
 
 _LAZY = {
@@ -59,9 +66,6 @@ _LAZY = {
     "MODEL_NAMES": "models",
     "RELEASES": "matrix",
     "DEFAULT_RELEASE": "matrix",
-    "KNOWN_SERVE_FLAGS": "flags",
-    "REMOVED_SERVE_FLAGS": "flags",
-    "SERVE_FLAG_ALIASES": "flags",
     "KNOWN_MODULE_OPTIONS": "modules",
 }
 
@@ -85,17 +89,16 @@ __all__ = [
     "CHIP_NAMES",
     "DEFAULT_RELEASE",
     "KNOWN_MODULE_OPTIONS",
-    "KNOWN_SERVE_FLAGS",
     "MODEL_NAMES",
     "RELEASES",
-    "REMOVED_SERVE_FLAGS",
-    "SERVE_FLAG_ALIASES",
     "CannRequirement",
     "CatalogDataError",
     "ChipFacts",
     "ChipFamily",
     "DriverSeries",
     "FirmwareLine",
+    "FlagSpec",
+    "FlagTable",
     "HdkTable",
     "ModelArch",
     "RemovedFlag",
@@ -104,28 +107,30 @@ __all__ = [
     "VllmAscendRelease",
     "at_least",
     "cann_requirement",
-    "canonical_flag",
     "chips_for_pci_device",
     "chips_of_family",
     "driver_series",
     "firmware_compatible",
     "firmware_line",
+    "flag_table",
     "full_graph_min_driver",
     "get_chip",
     "get_model",
     "get_release",
     "known_module",
     "min_driver_for_cann",
+    "nearest_table",
     "pair_problem",
     "parse_ranges",
     "parse_version_info",
     "removed_flag",
     "suggest_flag",
+    "table_versions",
     "unknown_options",
     "validate_chips",
-    "validate_flags",
     "validate_hdk",
     "validate_models",
     "validate_modules",
     "validate_releases",
+    "validate_removed",
 ]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import get_args
 
 from orchestrator.catalog import ChipFacts
 from orchestrator.spec.serving import Hccl, Serving
@@ -33,38 +36,80 @@ DERIVED_ENV = frozenset(
 )
 """Environment variables the plan sets itself; the spec may not set them in serving.env."""
 
-DERIVED_FLAGS = frozenset(
+PLAN_FIELDS: Mapping[str, str] = MappingProxyType(
     {
-        "--host",
-        "--port",
-        "--served-model-name",
-        "--api-key",
-        "--tensor-parallel-size",
-        "-tp",
-        "--pipeline-parallel-size",
-        "-pp",
-        "--data-parallel-size",
-        "-dp",
-        "--data-parallel-size-local",
-        "--data-parallel-start-rank",
-        "--data-parallel-address",
-        "--data-parallel-rpc-port",
-        "--headless",
-        "--enable-expert-parallel",
-        "--quantization",
-        "--dtype",
-        "--max-model-len",
-        "--max-num-seqs",
-        "--max-num-batched-tokens",
-        "--gpu-memory-utilization",
-        "--kv-cache-dtype",
-        "--trust-remote-code",
-        "--enforce-eager",
-        "--distributed-executor-backend",
-        "--model",
+        "model": "model.weights_path",
+        "tensor_parallel_size": "serving.parallelism.tp",
+        "pipeline_parallel_size": "serving.parallelism.pp",
+        "data_parallel_size": "serving.parallelism.dp",
+        "enable_expert_parallel": "serving.parallelism.ep",
+        "quantization": "model.quantization",
+        "dtype": "model.dtype",
+        "max_model_len": "serving.max_model_len",
+        "max_num_seqs": "serving.max_num_seqs",
+        "max_num_batched_tokens": "serving.max_num_batched_tokens",
+        "gpu_memory_utilization": "serving.gpu_memory_utilization",
+        "kv_cache_dtype": "serving.kv_cache_dtype",
+        "trust_remote_code": "model.trust_remote_code",
+        "enforce_eager": "serving.enforce_eager",
+        "distributed_executor_backend": "serving.replicas[].multi_node_tp (the plan picks Ray or mp)",
+        "host": "servers[].address (the head server's address)",
+        "port": "serving.port (or serving.replicas[].port)",
+        "served_model_name": "model.served_name",
+        "api_key": "serving.api_key",
+        "headless": "serving.replicas[].servers (the replica layout)",
+        "data_parallel_size_local": "serving.replicas[].servers (the replica layout)",
+        "data_parallel_start_rank": "serving.replicas[].servers (the replica layout)",
+        "data_parallel_address": "serving.replicas[].servers (the head server's address)",
+        "data_parallel_rpc_port": "serving.dp_rpc_port",
+        # not rendered, but each contradicts the layout the plan renders (ranks, nodes, devices, endpoint)
+        "data_parallel_rank": "serving.replicas[].servers (the plan gives each server its DP ranks)",
+        "data_parallel_hybrid_lb": "serving.replicas[].servers (the plan runs internal DP load balancing)",
+        "data_parallel_external_lb": "serving.replicas[].servers (the plan runs internal DP load balancing)",
+        "data_parallel_multi_port_external_lb": "serving.replicas[].servers (the plan runs one API server)",
+        "data_parallel_backend": "serving.replicas[].multi_node_tp (the plan picks Ray or mp)",
+        "nnodes": "serving.replicas[].servers (the replica's node count)",
+        "node_rank": "serving.replicas[].servers (each member's position)",
+        "master_addr": "serving.replicas[].servers (the head server's address)",
+        "master_port": "serving.replicas[].servers (the plan's rendezvous)",
+        "prefill_context_parallel_size": "serving.parallelism (the device mask covers tp x pp x dp devices)",
+        "device_ids": "serving.replicas[].devices (the plan sets ASCEND_RT_VISIBLE_DEVICES)",
+        "uds": "serving.port (health checks and the gateway use host:port)",
     }
 )
-"""Flags the plan renders from spec fields; extra_args may not repeat them."""
+"""`vllm serve` destinations (argparse ``dest``) the plan decides, and the spec field to change instead.
+
+Every option the plan renders must be here (:func:`rendered_options`, checked by the tests), plus options
+the plan does not render but that contradict what it renders. extra_args may not set any of them, in any
+spelling (``--max_model_len``, ``-tp``, ``--no-enable-expert-parallel``): the validator maps each extra
+argument to its dest with the pinned release's flag table."""
+
+
+def rendered_options() -> frozenset[str]:
+    """Every option string the plan can put on a `vllm serve` line: the argument builders below with every
+    switch on, so the set follows the code instead of a list kept beside it."""
+    kv_values = [v for v in get_args(Serving.model_fields["kv_cache_dtype"].annotation) if v != "auto"]
+    serving = Serving.model_construct(
+        max_num_batched_tokens=8192,
+        enforce_eager=True,
+        **({"kv_cache_dtype": kv_values[0]} if kv_values else {}),
+    )
+    args = engine_args(
+        weights_path="/models/m",
+        serving=serving,
+        tp=2,
+        pp=2,
+        dp=2,
+        ep=True,
+        quantization="w8a8",
+        dtype="bfloat16",
+        trust_remote_code=True,
+        backend="ray",
+    )
+    args += api_args("127.0.0.1", 8000, "m")
+    args += dp_args(local=1, start_rank=1, head_address="127.0.0.1", rpc_port=13389, headless=False)
+    args += dp_args(local=1, start_rank=1, head_address="127.0.0.1", rpc_port=13389, headless=True)
+    return frozenset(a for a in args if a.startswith("-"))
 
 
 def engine_args(

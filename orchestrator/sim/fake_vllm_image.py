@@ -5,7 +5,8 @@ inside simulated servers' containers. Layout (mirrors the image, under /opt/fake
 
     dest/Dockerfile        images/fake-vllm/Dockerfile (ARG BASE_IMAGE: the simulator's base image)
     dest/vllm, dest/ray    images/fake-vllm/vllm and ray, the console shims (`vllm serve`, `ray start`)
-    dest/flags.json        the `vllm serve` flag table (fake_vllm_flags.write_flags_json)
+    dest/flags.json        the generated `vllm serve` flag table of the site's vLLM release
+                           (fake_vllm_flags.write_flags_json)
     dest/fake_vllm/*.py    the standalone server modules (SERVER_MODULES)
 
 The same directory runs the server without Docker: ``FAKE_VLLM_HOME=dest python3 dest/vllm serve ...``.
@@ -30,6 +31,7 @@ SERVER_MODULES: tuple[str, ...] = (
     "dp.py",
     "engine.py",
     "faults.py",
+    "flagparse.py",
     "metrics.py",
     "model.py",
     "procs.py",
@@ -46,8 +48,11 @@ SERVER_MODULES: tuple[str, ...] = (
 SHIMS: tuple[str, ...] = ("vllm", "ray")
 
 
-def prepare_build_context(dest: Path) -> Path:
-    """Assemble the build context in ``dest`` (created; an earlier ``fake_vllm/`` is replaced); return it."""
+def prepare_build_context(dest: Path, vllm_version: str | None = None) -> Path:
+    """Assemble the build context in ``dest`` (created; an earlier ``fake_vllm/`` is replaced); return it.
+
+    ``vllm_version`` ('v0.23.0') picks the flag table: the site's pinned vLLM (its inventory's
+    ``orchestrator_stack.vllm``); default: the vLLM of the catalog's default vllm-ascend release."""
     for name in ("Dockerfile", *SHIMS):
         if not (IMAGE_DIR / name).is_file():
             raise FileNotFoundError(
@@ -64,5 +69,5 @@ def prepare_build_context(dest: Path) -> Path:
     for shim in SHIMS:
         shutil.copyfile(IMAGE_DIR / shim, dest / shim)
         (dest / shim).chmod(0o755)
-    write_flags_json(dest / "flags.json")
+    write_flags_json(dest / "flags.json", vllm_version)
     return dest

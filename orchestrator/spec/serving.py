@@ -77,8 +77,13 @@ class Serving(SpecModel):
     enforce_eager: bool = False
     hccl: Hccl = Field(default_factory=Hccl)
     extra_args: list[str] = Field(
-        default_factory=list, description="Extra `vllm serve` arguments; checked against vLLM's parser."
+        default_factory=list,
+        description="Extra `vllm serve` arguments; read as the pinned vLLM release's parser reads them "
+        "(generated flag table): unknown or removed options, bad values and options the plan sets are "
+        "errors.",
     )
-    allow_unknown_args: bool = Field(False, description="Accept extra_args flags the catalog does not know.")
+    allow_unknown_args: bool = Field(
+        False, description="Accept extra_args options the pinned vLLM release does not have (a custom build)."
+    )
     env: dict[str, str] = Field(default_factory=dict, description="Extra container environment.")
     replicas: list[Replica] = Field(min_length=1)

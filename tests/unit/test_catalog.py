@@ -24,7 +24,6 @@ from orchestrator.catalog import (
     get_model,
     get_release,
     known_module,
-    suggest_flag,
     unknown_options,
 )
 from orchestrator.catalog._data import load, parse, read_text
@@ -35,7 +34,7 @@ DATA_FILES: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "models.yaml": catalog.validate_models,
     "vllm_ascend.yaml": catalog.validate_releases,
     "hdk.yaml": catalog.validate_hdk,
-    "vllm_flags.yaml": catalog.validate_flags,
+    "vllm_flags_removed.yaml": catalog.validate_removed,
     "kernel_modules.yaml": catalog.validate_modules,
     "kernels.yaml": validate_kernels,
 }
@@ -178,12 +177,9 @@ def test_catalog_files_cite_shared_references_relative() -> None:
 
 
 def test_malformed_flags_and_modules_are_rejected() -> None:
-    data = fresh("vllm_flags.yaml")
-    data["known"][0]["flags"].append("--swap-space")
-    expect_error(catalog.validate_flags, data, "removed[0] (--swap-space)", "not also under 'known'")
-    data = fresh("vllm_flags.yaml")
-    data["known"][0]["flags"].append("tensor_parallel")
-    expect_error(catalog.validate_flags, data, "vllm_flags.yaml", "known[0]", "not a long flag")
+    data = fresh("vllm_flags_removed.yaml")
+    data["removed"].append(dict(data["removed"][0]))
+    expect_error(catalog.validate_removed, data, "removed[1] (--swap-space)", "listed twice")
     data = fresh("kernel_modules.yaml")
     data["modules"][0]["inferred_options"] = ["log_num_mgm_entry_size"]
     expect_error(
@@ -326,48 +322,7 @@ def test_release_matrix() -> None:
         get_release("v0.99.0")
 
 
-# -------------------------------------------------------------------------------------- flags, modules
-
-
-def test_serve_flags() -> None:
-    recipe = [
-        "--data-parallel-size",
-        "--tensor-parallel-size",
-        "--quantization",
-        "--enable-expert-parallel",
-        "--max-num-seqs",
-        "--max-model-len",
-        "--max-num-batched-tokens",
-        "--trust-remote-code",
-        "--gpu-memory-utilization",
-        "--speculative-config",
-        "--compilation-config",
-        "--data-parallel-size-local",
-        "--data-parallel-address",
-        "--data-parallel-rpc-port",
-        "--headless",
-        "--data-parallel-start-rank",
-        "--distributed-executor-backend",
-        "--pipeline-parallel-size",
-        "--host",
-        "--port",
-        "--api-key",
-        "--served-model-name",
-        "--additional-config",
-        "--kv-transfer-config",
-        "--no-enable-prefix-caching",
-    ]
-    assert set(recipe) <= catalog.KNOWN_SERVE_FLAGS and len(catalog.KNOWN_SERVE_FLAGS) >= 80
-    removed = catalog.REMOVED_SERVE_FLAGS
-    assert {"--swap-space", "--device", "--worker-use-ray"} <= set(removed)
-    assert not set(removed) & catalog.KNOWN_SERVE_FLAGS
-    assert "--distributed-executor-backend ray" in removed["--worker-use-ray"]
-    swap = catalog.removed_flag("--swap-space=16")
-    assert swap is not None and swap.confidence == "inferred" and swap.removed_for("v0.26.0")
-    assert suggest_flag("--tensor-parallel") == "--tensor-parallel-size"
-    assert suggest_flag("-tp") == "--tensor-parallel-size"
-    assert catalog.canonical_flag("-dp=2") == "--data-parallel-size"
-    assert suggest_flag("--max_model_len") == "--max-model-len" and suggest_flag("--frobnicate") is None
+# ---------------------------------------------------------------------------------------------- modules
 
 
 def test_module_options() -> None:

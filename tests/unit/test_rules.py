@@ -71,10 +71,9 @@ def test_module_options_known_unknown_and_allowed(single: dict) -> None:
 
 def test_extra_args_derived_unknown_short_and_values(single: dict) -> None:
     single["serving"]["extra_args"] = ["-tp", "8"]
-    assert any(
-        "is rendered from the spec" in m and "serving.parallelism.tp" in f for _, m, f in _errors(single)
-    )
-    single["serving"]["extra_args"] = ["--enable-prefix-cachin"]
+    errs = _errors(single)
+    assert any("-tp is set by serving.parallelism.tp" in m and "parallelism.tp" in f for _, m, f in errs)
+    single["serving"]["extra_args"] = ["--enable-prefix-cachx"]
     assert any("did you mean --enable-prefix-caching" in f for _, _, f in _errors(single))
     single["serving"]["extra_args"] = ["--seed", "-1", "--enable-prefix-caching"]
     assert validate_data(single).ok

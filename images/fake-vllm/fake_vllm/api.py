@@ -111,10 +111,10 @@ class Handler(BaseHTTPRequestHandler):
         return body
 
     def _authorized(self) -> bool:
-        key = self.service.cfg.api_key
-        if not key or not self.path.startswith("/v1"):
+        keys = self.service.cfg.api_keys
+        if not keys or not self.path.startswith("/v1"):
             return True
-        return self.headers.get("authorization", "") == f"Bearer {key}"
+        return self.headers.get("authorization", "") in {f"Bearer {key}" for key in keys}
 
     def _route(self, routes: dict[str, Callable[[], None]], other: set[str]) -> None:
         path = self.path.split("?", 1)[0]

@@ -87,11 +87,12 @@ def _get(url: str, body: dict[str, Any] | None = None) -> tuple[int, dict[str, A
 def test_rendered_instance_serves_from_the_fake_vllm_image(server: Sim, tmp_path: Path) -> None:
     _install_driver(server)
     inv = server.root / "inventories" / server.name
-    build = yaml.safe_load((inv / "group_vars" / "all.yml").read_text())["vllm_image_builds"][0]
+    group = yaml.safe_load((inv / "group_vars" / "all.yml").read_text())
+    build = group["vllm_image_builds"][0]
     host = yaml.safe_load((inv / "host_vars" / "a2-01.yml").read_text())
     (instance,) = host["vllm_serve_instances"]
 
-    ctx = prepare_build_context(tmp_path / "fake-vllm")
+    ctx = prepare_build_context(tmp_path / "fake-vllm", group["orchestrator_stack"]["vllm"])
     _put_dir(server, ctx, "/root")
     rc, out = _sh(
         server,

@@ -1,8 +1,15 @@
-"""The fake vLLM command line: the catalog's flag table, argparse behaviour, the image build context."""
+"""The fake vLLM command line: built from the generated flag table of the real vLLM wheel, it must accept and
+refuse what the real parser did (the probes recorded by scripts/gen-vllm-flags), parse every rendered
+`vllm serve` line of the examples, and ship in the image build context.
+
+These tests read the generated JSON tables directly, not through the catalog code, so a wrong catalog or
+validator cannot make them pass."""
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import io
 import json
 import sys
 from pathlib import Path
@@ -12,55 +19,80 @@ import pytest
 from ruamel.yaml import YAML
 
 from fake_vllm import cli, procs
-from orchestrator.catalog import flags as catalog_flags
-from orchestrator.sim.fake_vllm_flags import BOOLEAN_FLAGS, flag_table
 from orchestrator.sim.fake_vllm_image import SERVER_MODULES, prepare_build_context
 
 from .conftest import Sandbox
 
 ROOT = Path(__file__).resolve().parents[3]
 PACKAGE = ROOT / "images" / "fake-vllm" / "fake_vllm"
+TABLES = ROOT / "orchestrator" / "catalog" / "data" / "vllm_flags"
 
 
-def rendered_instances() -> list[tuple[str, list[str], dict[str, str]]]:
+def generated(vllm: str) -> dict[str, Any]:
+    """The generated table of one vLLM release, read as the image reads flags.json."""
+    return cli.load_flag_table(TABLES / f"v{vllm.removeprefix('v')}.json")
+
+
+def rendered_instances() -> list[tuple[str, str, list[str], dict[str, str]]]:
     out = []
     for path in sorted((ROOT / "inventories").glob("*/host_vars/*.yml")):
         data = YAML(typ="safe").load(path.read_text(encoding="utf-8")) or {}
+        group = YAML(typ="safe").load((path.parent.parent / "group_vars" / "all.yml").read_text("utf-8"))
         for inst in data.get("vllm_serve_instances") or []:
-            out.append(
-                (f"{path.parent.parent.name}/{path.stem}/{inst['replica']}", inst["args"], inst["env"])
-            )
+            name = f"{path.parent.parent.name}/{path.stem}/{inst['replica']}"
+            out.append((name, group["orchestrator_stack"]["vllm"], inst["args"], inst["env"]))
     return out
 
 
-def test_flag_table_marks_booleans_and_values() -> None:
-    table = flag_table()
-    flags = table["flags"]
-    assert set(flags) == set(catalog_flags.KNOWN_SERVE_FLAGS)
-    assert "--swap-space" not in flags
-    for flag in ("--headless", "--enable-expert-parallel", "--trust-remote-code", "--enforce-eager"):
-        assert flags[flag] == {"action": "store_true", "dest": flag[2:].replace("-", "_")}
-    assert flags["--no-enable-prefix-caching"] == {"action": "store_false", "dest": "enable_prefix_caching"}
-    assert flags["--tensor-parallel-size"]["type"] == "int"
-    assert flags["--max-model-len"]["type"] == "human_readable_int"
-    assert flags["--gpu-memory-utilization"]["type"] == "float"
-    assert flags["--served-model-name"]["nargs"] == "+"
-    assert table["aliases"]["-tp"] == "--tensor-parallel-size"
-    assert set(flags) >= BOOLEAN_FLAGS
-
-
 @pytest.mark.parametrize(
-    ("name", "args", "env"), rendered_instances(), ids=lambda v: v if isinstance(v, str) else ""
+    ("name", "vllm", "args", "env"), rendered_instances(), ids=lambda v: v if isinstance(v, str) else ""
 )
-def test_every_rendered_instance_parses(name: str, args: list[str], env: dict[str, str]) -> None:
-    cfg = cli.parse(args, flag_table(), {})
+def test_every_rendered_instance_parses_under_its_release(
+    name: str, vllm: str, args: list[str], env: dict[str, str]
+) -> None:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            cfg = cli.parse(args, generated(vllm), {})
+        except SystemExit as exc:
+            pytest.fail(
+                f"{name}: vLLM {vllm}'s parser refuses the rendered line (exit {exc.code}): {err.getvalue()}"
+            )
     assert cfg.model == args[1]
     mask = env["ASCEND_RT_VISIBLE_DEVICES"].split(",")
     assert len(mask) == cfg.tp * cfg.pp * cfg.local_dp, name
 
 
+def _run(argv: list[str], table: dict[str, Any]) -> tuple[int | str | None, dict[str, Any], str]:
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            cfg = cli.parse(["serve", "/models/m", *argv], table, {})
+    except SystemExit as exc:
+        lines = [ln for ln in err.getvalue().splitlines() if ln.strip()]
+        return exc.code, {}, lines[-1] if lines else ""
+    return 0, cfg.raw, ""
+
+
+@pytest.mark.parametrize("table_file", sorted(p.name for p in TABLES.glob("v*.json")))
+def test_the_fake_parser_does_what_the_real_one_did(table_file: str) -> None:
+    """Each command line gen-vllm-flags ran through the real parser of the release: the fake accepts it and
+    sets the same destinations, or refuses it with the same argparse error line (exit 2). A --quantization
+    the parser lets through but vLLM does not know ends at the model config check instead (exit 1)."""
+    table = cli.load_flag_table(TABLES / table_file)
+    for probe in table["probes"]:
+        code, raw, last = _run(probe["argv"], table)
+        if probe["exit"] != 0:
+            assert (code, last) == (probe["exit"], probe["error"]), probe["argv"]
+        elif "bogus" in probe["argv"]:
+            assert code == 1 and last.startswith("ValueError: Unknown quantization method: bogus."), last
+        else:
+            assert code == 0, (probe["argv"], last)
+            assert set(probe["set"]) <= set(raw), probe["argv"]
+
+
 def test_parse_follows_vllm_conventions() -> None:
-    table = flag_table()
+    table = generated("0.23.0")
     cfg = cli.parse(
         [
             "serve",
@@ -124,22 +156,43 @@ def test_unknown_flag_exits_2_with_argparse_message(sandbox: Sandbox, checkpoint
     assert err.rstrip().endswith("vllm: error: unrecognized arguments: --swap-space 4")
 
 
-def test_bad_value_and_abbreviation_are_rejected(sandbox: Sandbox, checkpoints: dict[str, Path]) -> None:
+def test_bad_values_and_ambiguous_abbreviations_are_rejected(
+    sandbox: Sandbox, checkpoints: dict[str, Path]
+) -> None:
     proc = sandbox.run(["serve", str(checkpoints["a"]), "-tp", "four"])
     assert proc.popen.returncode == 2
     assert "usage: vllm serve [model_tag] [options]" in proc.stderr()
     assert (
         "vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'four'" in proc.stderr()
     )
-    proc = sandbox.run(["serve", str(checkpoints["a"]), "--tensor-parallel", "1"])
+    proc = sandbox.run(["serve", str(checkpoints["a"]), "--dtype", "float64"])
     assert proc.popen.returncode == 2
-    assert "unrecognized arguments: --tensor-parallel 1" in proc.stderr()
+    # vllm/config/model.py @ v0.23.0: ModelDType (auto, half, float16, bfloat16, float, float32)
+    assert (
+        proc.stderr()
+        .rstrip()
+        .endswith(
+            "vllm serve: error: argument --dtype: invalid choice: 'float64' "
+            "(choose from 'auto', 'bfloat16', 'float', 'float16', 'float32', 'half')"
+        )
+    )
+    proc = sandbox.run(["serve", str(checkpoints["a"]), "--max-num", "4"])
+    assert proc.popen.returncode == 2
+    assert "ambiguous option: --max-num could match" in proc.stderr()
+
+
+def test_unknown_quantization_fails_at_the_model_config(
+    sandbox: Sandbox, checkpoints: dict[str, Path]
+) -> None:
+    proc = sandbox.run(["serve", str(checkpoints["a"]), "--quantization", "bogus"])
+    assert proc.popen.returncode == 1
+    assert "ValueError: Unknown quantization method: bogus. Must be one of [" in proc.stderr()
 
 
 def test_version(sandbox: Sandbox) -> None:
     proc = sandbox.run(["--version"])
     assert proc.popen.returncode == 0
-    assert proc.stdout().strip() == flag_table()["vllm_version"]
+    assert proc.stdout().strip() == "0.23.0"  # the default vllm-ascend release v0.23.0 pins vLLM v0.23.0
 
 
 def _imports(path: Path) -> set[str]:
@@ -168,7 +221,9 @@ def test_server_modules_use_the_standard_library_only(module: str) -> None:
 def test_build_context(tmp_path: Path) -> None:
     ctx = prepare_build_context(tmp_path / "ctx")
     assert sorted(p.name for p in (ctx / "fake_vllm").iterdir()) == sorted(SERVER_MODULES)
-    assert json.loads((ctx / "flags.json").read_text())["schema_version"] == 1
+    assert (ctx / "flags.json").read_bytes() == (TABLES / "v0.23.0.json").read_bytes()
+    older = prepare_build_context(tmp_path / "old", "v0.13.0")
+    assert json.loads((older / "flags.json").read_text())["vllm_version"] == "0.13.0"
     assert (ctx / "vllm").stat().st_mode & 0o111
     lines = [ln for ln in (ctx / "Dockerfile").read_text().splitlines() if ln and not ln.startswith("#")]
     assert lines[:2] == ["ARG BASE_IMAGE", "FROM ${BASE_IMAGE}"]
