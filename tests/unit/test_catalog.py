@@ -168,9 +168,12 @@ def test_malformed_kernel_rows_are_rejected() -> None:
 
 
 def test_catalog_files_cite_shared_references_relative() -> None:
-    # vllm_flags.yaml is regenerated from the vLLM wheel by another change and is excluded here
-    for name in sorted(set(DATA_FILES) - {"vllm_flags.yaml"}):
-        text = read_text(name)
+    data_dir = Path(catalog.__file__).resolve().parent / "data"
+    files = sorted(p for p in data_dir.rglob("*") if p.is_file() and p.suffix in (".yaml", ".json"))
+    assert len(files) >= len(DATA_FILES) + 9, "every data file (YAML, generated flag tables) is read"
+    for path in files:
+        name = str(path.relative_to(data_dir))
+        text = path.read_text(encoding="utf-8")
         assert "/work/" not in text, f"{name} cites an absolute machine path"
         for cited in re.findall(r"\S*shared/reference/\S+", text):
             assert cited.startswith("../shared/reference/"), (name, cited)
