@@ -13,8 +13,8 @@ import pytest
 
 from orchestrator.catalog import flag_table, table_versions
 from orchestrator.planning.serve_args import PLAN_FIELDS, api_args, dp_args, engine_args
-from orchestrator.spec.serving import Serving
 from orchestrator.spec.findings import Finding
+from orchestrator.spec.serving import Serving
 from tests.helpers import validate_data
 
 
