@@ -8,6 +8,7 @@ in mutants/<source path>.meta (JSON: exit code per mutant); the status of an exi
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import shutil
 import subprocess
@@ -44,14 +45,38 @@ class Counts:
         return 100.0 * self.killed / tested if tested else 0.0
 
 
-def results(package: str) -> dict[str, str]:
-    """Status of every mutant of the package, by mutant name (empty before the first run)."""
+def in_sample(name: str, every: int) -> bool:
+    """A stable 1-in-`every` choice by the mutant's name (the same mutants before and after a change)."""
+    return int(hashlib.sha256(name.encode()).hexdigest(), 16) % every == 0
+
+
+def results(package: str, every: int = 1) -> dict[str, str]:
+    """Status of every mutant of the package (of the sample), by name; empty before the first run."""
     out: dict[str, str] = {}
     for meta in sorted((MUTANTS / "orchestrator" / package).rglob("*.py.meta")):
         data = json.loads(meta.read_text(encoding="utf-8"))
         for name, code in data["exit_code_by_key"].items():
-            out[name] = status_by_exit_code[code]
+            if in_sample(name, every):
+                out[name] = status_by_exit_code[code]
     return out
+
+
+# mutmut 3.8.1 creates mutants/ (a copy of the sources, tests and also_copy paths, mutants included) at the
+# start of `mutmut run`; a sample must be drawn before that, so do the same steps without running tests
+_GENERATE = """
+import os
+from mutmut.__main__ import create_mutants
+from mutmut.utils.file_utils import copy_also_copy_files, copy_src_dir, setup_source_paths
+os.makedirs("mutants", exist_ok=True)
+copy_src_dir()
+copy_also_copy_files()
+setup_source_paths()
+create_mutants(2)
+"""
+
+
+def generate() -> None:
+    subprocess.run([sys.executable, "-c", _GENERATE], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
 
 
 def line(package: str, c: Counts) -> str:
@@ -62,18 +87,19 @@ def line(package: str, c: Counts) -> str:
     )
 
 
-def report(packages: tuple[str, ...], names: bool) -> None:
+def report(packages: tuple[str, ...], names: bool, every: int) -> None:
     print(
         f"{'package':<11} {'total':>6} {'killed':>7} {'timeout':>8} {'survived':>9} {'no tests':>9} "
         f"{'suspicious':>11} {'not checked':>12} {'score':>8}"
     )
     for package in packages:
-        found = results(package)
+        found = results(package, every)
         print(line(package, Counts(Counter(found.values()))))
-    print("score = (killed + timeout) / all mutants; 'no tests' and 'not checked' count as not killed")
+    sample = f" (a sample: 1 mutant in {every})" if every > 1 else ""
+    print(f"score = (killed + timeout) / all mutants{sample}; 'no tests', 'not checked' are not killed")
     if names:
         for package in packages:
-            for name, status in sorted(results(package).items()):
+            for name, status in sorted(results(package, every).items()):
                 if status in NOT_DEAD:
                     print(f"  {status:<11} {name}")
 
@@ -89,24 +115,29 @@ def mutmut(selection: list[str], max_children: int, log: Path) -> float:
     return time.monotonic() - start
 
 
-def run_package(package: str, survivors: bool, max_children: int) -> None:
-    MUTANTS.mkdir(exist_ok=True)
+def run_package(package: str, survivors: bool, every: int, max_children: int) -> None:
+    if every > 1 or survivors:
+        generate()
     log = MUTANTS / f"run-{package}.log"
     log.write_text("", encoding="utf-8")
-    if survivors and results(package):
-        selection = sorted(n for n, s in results(package).items() if s in NOT_DEAD)
-        if not selection:
-            print(f"{package}: nothing left to rerun")
-            return
+    if survivors:
+        selection = sorted(n for n, s in results(package, every).items() if s in NOT_DEAD)
+        what = f"reran {len(selection)} mutants that did not die"
+    elif every > 1:
+        selection = sorted(results(package, every))
+        what = f"ran a sample of {len(selection)} mutants"
     else:
         selection = [f"orchestrator.{package}.*"]
+        what = "ran every mutant"
+    if not selection:
+        print(f"{package}: nothing to run")
+        return
     seconds = mutmut(selection, max_children, log)
     # mutants of functions changed since the last run are new ("not checked") and were not selected by name
-    fresh = sorted(n for n, s in results(package).items() if s == "not checked")
+    fresh = sorted(n for n, s in results(package, every).items() if s == "not checked")
     if fresh:
         seconds += mutmut(fresh, max_children, log)
-    what = f"reran {len(selection)}" if survivors else "ran all"
-    print(f"{package}: {what} mutants in {seconds / 60:.1f} min")
+    print(f"{package}: {what} in {seconds / 60:.1f} min")
 
 
 def main() -> None:
@@ -116,6 +147,7 @@ def main() -> None:
     ap.add_argument("--report", action="store_true", help="print the counts of the last run, run nothing")
     ap.add_argument("--list", action="store_true", help="with the report, name every mutant that did not die")
     ap.add_argument("--fresh", action="store_true", help="delete mutants/ first")
+    ap.add_argument("--sample", type=int, default=1, metavar="N", help="only 1 mutant in N (stable choice)")
     ap.add_argument("--max-children", type=int, default=2, help="parallel test processes (default 2)")
     args = ap.parse_args()
     packages = PACKAGES if args.package == "all" else (args.package,)
@@ -123,8 +155,8 @@ def main() -> None:
         if args.fresh and MUTANTS.exists():
             shutil.rmtree(MUTANTS)
         for package in packages:
-            run_package(package, args.survivors, args.max_children)
-    report(packages, args.list)
+            run_package(package, args.survivors, args.sample, args.max_children)
+    report(packages, args.list, args.sample)
 
 
 if __name__ == "__main__":
