@@ -103,9 +103,8 @@ def _unknown(spec: SiteSpec, table: FlagTable, use: ArgUse, path: SpecPath) -> I
     if spec.serving.allow_unknown_args:
         yield warning(path, message + " (allowed by serving.allow_unknown_args)", hint or None, CODE)
     else:
-        yield error(
-            path, message, f"{hint}or set serving.allow_unknown_args: true if your vLLM build has it", CODE
-        )
+        allow = "set serving.allow_unknown_args: true if your vLLM build has it"
+        yield error(path, message, f"{hint}or {allow}" if hint else allow, CODE)
 
 
 def _known(
