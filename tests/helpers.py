@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,3 +34,18 @@ def to_yaml(data: dict[str, Any]) -> str:
 
 def validate_data(data: dict[str, Any]) -> ValidationResult:
     return validate_text(to_yaml(data), "site.yaml")
+
+
+def run_cli(
+    *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m orchestrator ARGS` in a subprocess, as a user runs it (exit code, stdout, stderr)."""
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )

@@ -3,25 +3,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from orchestrator.spec.docs import spec_reference
-from tests.helpers import ROOT, load_example, to_yaml
+from tests.helpers import ROOT, load_example, run_cli, to_yaml
 
-
-def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+run = run_cli
 
 
 def test_validate_prints_the_plan_for_a_valid_site() -> None:

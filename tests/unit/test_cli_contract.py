@@ -4,27 +4,17 @@ loads, and that `examples` only writes when asked."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import ROOT, load_example, to_yaml
+from tests.helpers import ROOT, load_example, run_cli, to_yaml
 
 EXAMPLE = "a2-single-distill"
 
 
-def run(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "orchestrator", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, **(env or {})},
-    )
+run = run_cli
 
 
 def test_version_prints_the_installed_version() -> None:

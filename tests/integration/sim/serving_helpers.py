@@ -49,8 +49,11 @@ def install_driver(sim: Sim, hosts: str) -> None:
     )
 
 
-def build_image(sim: Sim, server: str, base_image: str, tag: str, scratch: Path) -> None:
-    ctx = prepare_build_context(scratch / "fake-vllm")
+def build_image(
+    sim: Sim, server: str, base_image: str, tag: str, scratch: Path, vllm_version: str | None = None
+) -> None:
+    """The fake vLLM image (flag table of ``vllm_version``, e.g. the inventory's orchestrator_stack.vllm)."""
+    ctx = prepare_build_context(scratch / "fake-vllm", vllm_version)
     put_dir(sim, server, ctx, "/root")
     rc, out = sh(
         sim,
