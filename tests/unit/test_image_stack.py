@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator.planning.build import stack_plan
 from orchestrator.planning.model import SitePlan, StackPlan
 from tests.helpers import validate_data
 
@@ -87,3 +88,17 @@ def test_images_follow_the_chips_of_npu_servers_only(pair: dict[str, Any]) -> No
     result = validate_data(pair)
     assert result.plan is not None, [f.message for f in result.errors]
     assert [i.chip for i in result.plan.images] == ["910B3"]
+
+
+def test_an_unlisted_release_leaves_what_it_does_not_name_empty(single: dict[str, Any]) -> None:
+    # nothing is invented for a release outside the matrix: each version it does not name stays empty
+    # (validation then asks for the missing ones: tests/unit/test_software_findings.py)
+    single["software"]["allow_unsupported"] = True
+    single["software"]["vllm_ascend"] = {"version": "v0.30.0"}
+    spec = validate_data(single).spec
+    assert spec is not None
+    assert stack_plan(spec) == StackPlan("v0.30.0", "", "", "", "", "", "")
+    single["software"]["vllm_ascend"] = {"version": "v0.30.0", "vllm": "v0.30.1", "python": "3.13"}
+    spec = validate_data(single).spec
+    assert spec is not None
+    assert stack_plan(spec) == StackPlan("v0.30.0", "v0.30.1", "", "", "", "", "3.13")
