@@ -115,29 +115,34 @@ def mutmut(selection: list[str], max_children: int, log: Path) -> float:
     return time.monotonic() - start
 
 
-def run_package(package: str, survivors: bool, every: int, max_children: int) -> None:
+def selection(package: str, survivors: bool, every: int) -> list[str]:
+    """The mutant names (or the pattern) one run of the package covers."""
+    if survivors:
+        return sorted(n for n, s in results(package, every).items() if s in NOT_DEAD)
+    if every > 1:
+        return sorted(results(package, every))
+    return [f"orchestrator.{package}.*"]
+
+
+def run(packages: tuple[str, ...], survivors: bool, every: int, max_children: int) -> None:
+    """One `mutmut run` for every package (mutmut runs the whole test suite once per call before mutating)."""
     if every > 1 or survivors:
         generate()
-    log = MUTANTS / f"run-{package}.log"
+    log = MUTANTS / "run.log"
     log.write_text("", encoding="utf-8")
-    if survivors:
-        selection = sorted(n for n, s in results(package, every).items() if s in NOT_DEAD)
-        what = f"reran {len(selection)} mutants that did not die"
-    elif every > 1:
-        selection = sorted(results(package, every))
-        what = f"ran a sample of {len(selection)} mutants"
-    else:
-        selection = [f"orchestrator.{package}.*"]
-        what = "ran every mutant"
-    if not selection:
-        print(f"{package}: nothing to run")
+    names = [name for package in packages for name in selection(package, survivors, every)]
+    if not names:
+        print("nothing to run")
         return
-    seconds = mutmut(selection, max_children, log)
+    seconds = mutmut(names, max_children, log)
     # mutants of functions changed since the last run are new ("not checked") and were not selected by name
-    fresh = sorted(n for n, s in results(package, every).items() if s == "not checked")
+    fresh = sorted(
+        n for package in packages for n, s in results(package, every).items() if s == "not checked"
+    )
     if fresh:
         seconds += mutmut(fresh, max_children, log)
-    print(f"{package}: {what} in {seconds / 60:.1f} min")
+    what = "reran the mutants that did not die" if survivors else f"ran {len(names)} mutants (or patterns)"
+    print(f"{', '.join(packages)}: {what} in {seconds / 60:.1f} min")
 
 
 def main() -> None:
@@ -154,8 +159,7 @@ def main() -> None:
     if not (args.report or args.list):
         if args.fresh and MUTANTS.exists():
             shutil.rmtree(MUTANTS)
-        for package in packages:
-            run_package(package, args.survivors, args.sample, args.max_children)
+        run(packages, args.survivors, args.sample, args.max_children)
     report(packages, args.list, args.sample)
 
 
