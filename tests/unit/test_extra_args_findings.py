@@ -76,21 +76,6 @@ def _findings(data: dict[str, Any], args: list[str]) -> list[Described]:
             ],
         ),
         (
-            # upstream vllm/entrypoints/chat_utils.py: ChatTemplateContentFormatOption is
-            # Literal["auto", "string", "openai"]
-            ["--chat-template-content-format", "xml"],
-            [
-                (
-                    "serving.extra_args[0]",
-                    "--chat-template-content-format xml: 'xml' is not one of auto, openai, string "
-                    "(vLLM v0.23.0: its parser refuses it)",
-                    "use one of: auto, openai, string",
-                    CODE,
-                    [],
-                )
-            ],
-        ),
-        (
             ["foo"],
             [
                 (
@@ -151,6 +136,21 @@ def _findings(data: dict[str, Any], args: list[str]) -> list[Described]:
                     "--enable-prefix-cach is an abbreviation of --enable-prefix-caching; vLLM v0.23.0 "
                     "accepts it only while no other option starts the same way",
                     "write --enable-prefix-caching",
+                    CODE,
+                    [],
+                )
+            ],
+        ),
+        (
+            # upstream vllm/entrypoints/chat_utils.py: ChatTemplateContentFormatOption is
+            # Literal["auto", "string", "openai"]
+            ["--chat-template-content-format", "xml"],
+            [
+                (
+                    "serving.extra_args[0]",
+                    "--chat-template-content-format xml: 'xml' is not one of auto, openai, string "
+                    "(vLLM v0.23.0: its parser refuses it)",
+                    "use one of: auto, openai, string",
                     CODE,
                     [],
                 )

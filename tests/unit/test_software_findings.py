@@ -116,3 +116,29 @@ def test_a_driver_package_of_another_arch_given_as_firmware_url(single: dict[str
             [],
         ),
     ]
+
+
+def test_a_release_that_does_not_support_the_chip(a3: dict[str, Any]) -> None:
+    # vllm-ascend v0.9.1 is an Atlas A2 (910B) release; A3 (910_93) support came in later releases
+    a3["software"]["vllm_ascend"] = {"version": "v0.9.1"}
+    assert _findings(a3) == [
+        (
+            "software.vllm_ascend.version",
+            "vllm-ascend v0.9.1 does not support Atlas 800T A3 (910_93)",
+            "pick a release that supports this chip, or set software.allow_unsupported: true to accept the "
+            "risk",
+            "compat",
+            [],
+        )
+    ]
+    a3["software"]["allow_unsupported"] = True
+    assert _findings(a3) == [
+        (
+            "software.vllm_ascend.version",
+            "vllm-ascend v0.9.1 does not support Atlas 800T A3 (910_93) "
+            "(allowed by software.allow_unsupported)",
+            "pick a release that supports this chip",
+            "compat",
+            [],
+        )
+    ]
