@@ -158,3 +158,19 @@ def test_weights_source_location(
 ) -> None:
     single["model"]["source"] = source
     assert _findings(single) == expected
+
+
+def test_an_unknown_model_name_with_and_without_a_close_catalog_name(single: dict[str, Any]) -> None:
+    single["model"] = {"name": "qqqq", "weights_path": "/data/models/q"}  # like no catalog name at all
+    ((path, message, fix, code, related),) = _findings(single)
+    assert (path, message, code, related) == (
+        "model.name",
+        "'qqqq' is not in the model catalog and has no architecture block",
+        "model",
+        [],
+    )
+    use = "add model.architecture (params_b, layers, hidden_size, heads, kv_heads, ...) or use one of: "
+    assert fix is not None and fix.startswith(use) and "DeepSeek-R1-W8A8" in fix
+    single["model"] = {"name": "DeepSeek-R1-W8A9", "weights_path": "/data/models/q"}
+    ((_, _, fix, _, _),) = _findings(single)
+    assert fix is not None and fix.startswith(f"did you mean 'DeepSeek-R1-W8A8'? Otherwise {use}")
