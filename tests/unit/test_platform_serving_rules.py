@@ -123,3 +123,21 @@ def test_engine_limits_at_their_bounds(single: dict[str, Any]) -> None:
             [],
         )
     ]
+
+
+def test_int8_kv_cache_of_an_unquantized_model_is_refused(single: dict[str, Any]) -> None:
+    # vllm-ascend: C8 KV comes from msmodelslim's quant_model_description.json (kv_cache_type C8), not a flag
+    single["serving"]["kv_cache_dtype"] = "int8"
+    single["serving"]["max_num_seqs"] = 1  # no capacity warning in the way
+    assert _findings(single) == [
+        (
+            "serving.kv_cache_dtype",
+            "vllm-ascend has no --kv-cache-dtype int8: its int8 KV cache (C8) comes from a msmodelslim "
+            "checkpoint whose quant_model_description.json sets kv_cache_type C8, served with "
+            "--quantization ascend, and this model is not quantized",
+            "serve a msmodelslim W8A8/W4A8 checkpoint quantized with KV C8 (model.quantization) or set "
+            "kv_cache_dtype: auto",
+            "kv-cache",
+            [],
+        )
+    ]
