@@ -16,6 +16,7 @@ from orchestrator.cli import exits
 from orchestrator.cli.check import check_file
 from orchestrator.cli.findings_json import result_json
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console, print_findings, print_plan, summary_line
+from orchestrator.cli.phase_lines import phase_head
 from orchestrator.cli.sim_cmds import sim_app
 from orchestrator.cli.sites import ROOT_ENV, SiteNotFound, example_sites, resolve_site, set_root
 from orchestrator.planning.phases import plan_phases
@@ -190,8 +191,7 @@ def phases(
         raise typer.Exit(EXIT_INVALID)
     out = console()
     for i, ph in enumerate(plan_phases(result.spec, result.plan), 1):
-        hosts = ", ".join(ph.hosts) if ph.hosts else "skipped"
-        out.print(f"{i:>2}. {ph.name:<10} [{hosts}]\n      {ph.summary}", markup=False)
+        out.print(f"{i:>2}. {phase_head(ph)}\n      {ph.summary}", markup=False)
 
 
 @app.command()
@@ -262,9 +262,7 @@ def examples(
                 con.print("committed inventory is up to date", markup=False)
         con.print("phases:", markup=False)
         for i, ph in enumerate(plan_phases(result.spec, result.plan), 1):
-            con.print(
-                f"  {i:>2}. {ph.name:<10} [{', '.join(ph.hosts) or 'skipped'}] {ph.summary}", markup=False
-            )
+            con.print(f"  {i:>2}. {phase_head(ph)} {ph.summary}", markup=False)
     if failed:
         raise typer.Exit(EXIT_INVALID)
     if stale:
