@@ -15,13 +15,16 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SitePlan
-from orchestrator.planning.roles import SITE_ROLES, hosts_with_role, role_host
+from orchestrator.planning.roles import SITE_ROLES, container_hosts, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.spec.hardware import Server
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.software import PackageSource
 
 Files = dict[str, dict[str, Any]]
+
+INVENTORY_VERSION = 1
+"""The layout of the rendered inventory; playbooks/boilerplate.yml refuses any other (bump both together)."""
 
 
 def _package(pkg: PackageSource) -> dict[str, Any]:
@@ -46,6 +49,7 @@ def _groups(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
             chosen = role_host(spec, role)
             hosts = (chosen,) if chosen else ()
         children[role] = {"hosts": dict.fromkeys(hosts)}
+    children["container_runtime"] = {"hosts": dict.fromkeys(container_hosts(spec))}
     groups: dict[str, list[str]] = {}
     for rep in plan.replicas:
         children[f"replica_{rep.name}".replace("-", "_")] = {"hosts": {m.server: None for m in rep.members}}
@@ -60,6 +64,7 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
     out: dict[str, Any] = {
         "orchestrator_site": spec.site,
         "orchestrator_spec_sha256": spec_sha256,
+        "orchestrator_inventory_version": INVENTORY_VERSION,
         "ansible_user": ssh.user,
         "ansible_become": ssh.become or ssh.user != "root",
         "ansible_ssh_host_key_checking": ssh.host_key_checking,
