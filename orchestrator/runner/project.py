@@ -57,7 +57,7 @@ def content(project_root: Path | None = None) -> Content:
 
 
 def not_implemented_message(phase: str) -> str:
-    return f"phase {phase} is not implemented yet (issue {PHASE_ISSUES[phase]} brings playbooks/{phase}.yml)"
+    return f"not implemented yet (issue {PHASE_ISSUES[phase]} brings playbooks/{phase}.yml)"
 
 
 def new_run_id(now: datetime | None = None) -> str:
