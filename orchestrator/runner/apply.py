@@ -133,7 +133,7 @@ def apply(req: ApplyRequest, observer: Observer, cancel: Cancel, run_id: str | N
                 check=req.check,
                 flush_facts=not any(r.artifacts for r in run.phases),
             )
-            result = run_job(job, on_event=observer.progress, cancelled=lambda: cancel.requested)
+            result = run_job(job, on_event=observer.progress, cancel=cancel)
             result.excluded = left_out
             add(result)
             for h in sorted(result.failed_hosts):

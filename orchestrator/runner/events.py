@@ -118,8 +118,9 @@ class PhaseTracker:
             self._failed[name] = Failure(self.phase, name, task, failure_message(res))
         elif outcome == "unreachable":
             self._unreachable[name] = Failure(self.phase, name, task, failure_message(res), unreachable=True)
-        live.state = {"failed": "failed", "unreachable": "unreachable"}.get(outcome, live.state)
-        if live.state == "running":
+        if outcome in ("failed", "unreachable"):
+            live.state = outcome
+        elif live.state not in ("failed", "unreachable"):
             live.state = "ok"
 
     def output_tail(self) -> str:

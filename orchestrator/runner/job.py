@@ -8,8 +8,8 @@ data dir of its own.
 - ansible-runner writes the job's environment into artifacts/<ident>/command; the environment can hold
   the secrets the spec references (env:NAME), so the file is rewritten without it before the playbook
   starts, and checked again at the end.
-- Cancellation: cancel_callback is polled while the job runs; ansible-runner then kills the job's process
-  group. Nothing else stops the playbook.
+- Cancellation: cancel_callback (GracefulStop) is polled while the job runs: SIGINT to ansible-playbook
+  first (Ansible stops like on Ctrl-C), and only after a grace period ansible-runner kills its process group.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 
 import ansible_runner
 
+from orchestrator.runner.cancel import GRACE_S, Cancel, GracefulStop
 from orchestrator.runner.events import PhaseTracker
 from orchestrator.runner.model import PhaseResult
 from orchestrator.runner.project import Content
@@ -90,7 +91,8 @@ def run_job(
     spec: JobSpec,
     *,
     on_event: Callable[[PhaseTracker, Mapping[str, Any]], None],
-    cancelled: Callable[[], bool],
+    cancel: Cancel,
+    grace_s: float = GRACE_S,
 ) -> PhaseResult:
     """Run the phase's playbook; on_event(tracker, event) after every event (progress)."""
     spec.private_dir.mkdir(mode=0o700)  # FileExistsError: a private data dir is never reused
@@ -122,10 +124,11 @@ def run_job(
         settings={"pexpect_timeout": POLL_S, "suppress_ansible_output": True},
         event_handler=handle,
         status_handler=status,
-        cancel_callback=cancelled,
+        cancel_callback=GracefulStop(cancel, grace_s),
     )
     scrub_command_file(artifact_dir, env)
-    canceled = bool(getattr(runner, "canceled", False)) or runner.status == "canceled"
+    # a playbook that stopped on our SIGINT exits by itself: runner.canceled stays False
+    canceled = cancel.requested or bool(getattr(runner, "canceled", False)) or runner.status == "canceled"
     result = tracker.result(canceled=canceled, rc=runner.rc, seconds=time.monotonic() - started)
     result.artifacts = str(spec.private_dir)
     return result
