@@ -31,7 +31,7 @@ def ansible_cfg_text(site: str, hosts: int, header: str) -> str:
     """The file's text: header (the generated-by lines) + INI sections."""
     lines = [
         header.rstrip("\n"),
-        f"# Fleet settings for site {site} ({hosts} host(s)); see README 'Running the playbooks by hand'.",
+        f"# Fleet settings for site {site} ({hosts} host(s)); see docs/playbooks.md.",
         "[defaults]",
         "roles_path = ../../roles",
         "collections_path = ../../collections",
