@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from enum import StrEnum
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Annotated
@@ -13,20 +12,28 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli import exits
-from orchestrator.cli.check import check_file
+from orchestrator.cli.apply_cmd import apply_command
+from orchestrator.cli.common import (
+    EXIT_INVALID,
+    Format,
+    MaxFindings,
+    MaxSpecSize,
+    SiteArg,
+    load,
+    render_into,
+    resolve,
+)
 from orchestrator.cli.findings_json import result_json
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console, print_findings, print_plan, summary_line
+from orchestrator.cli.phase_lines import phase_head
 from orchestrator.cli.sim_cmds import sim_app
-from orchestrator.cli.sites import ROOT_ENV, SiteNotFound, example_sites, resolve_site, set_root
+from orchestrator.cli.sites import ROOT_ENV, example_sites, set_root
 from orchestrator.planning.phases import plan_phases
-from orchestrator.render import RenderConflict, RenderOutcome, render_inventory, render_texts
+from orchestrator.render import render_texts
 from orchestrator.spec.docs import spec_reference
-from orchestrator.spec.limits import DEFAULT_MAX_BYTES, MAX_SPEC_SIZE_ENV, LoadLimits, parse_size
+from orchestrator.spec.limits import DEFAULT_MAX_BYTES, LoadLimits
 from orchestrator.spec.site import SiteSpec
-from orchestrator.validation import ValidationResult, validate_file
-
-EXIT_INVALID = exits.INVALID_SPEC
-EXIT_CANTCREAT = exits.CANT_CREATE
+from orchestrator.validation import validate_file
 
 app = typer.Typer(
     add_completion=False,
@@ -36,6 +43,7 @@ app = typer.Typer(
 )
 
 app.add_typer(sim_app, name="sim")
+app.command("apply")(apply_command)
 
 
 def _version() -> str:
@@ -70,58 +78,6 @@ def _global(
     set_root(root)
 
 
-class Format(StrEnum):
-    text = "text"
-    json = "json"
-
-SiteArg = Annotated[str, typer.Argument(help="Site spec file, a folder with site.yaml, or a site name.")]
-
-
-def _size(value: str | int) -> int:
-    if isinstance(value, int):  # the default
-        return value
-    try:
-        return parse_size(value)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc)) from None
-
-
-MaxSpecSize = Annotated[
-    int,
-    typer.Option(
-        "--max-spec-size",
-        parser=_size,
-        metavar="SIZE",
-        envvar=MAX_SPEC_SIZE_ENV,
-        show_default="16MiB",
-        help="Refuse spec files larger than this (bytes, or e.g. 64MiB).",
-    ),
-]
-MaxFindings = Annotated[
-    int,
-    typer.Option("--max-findings", min=0, help="Print at most this many findings per spec; 0 prints all."),
-]
-
-
-def _resolve(site: str) -> Path:
-    try:
-        return resolve_site(site)
-    except SiteNotFound as exc:
-        console(stderr=True).print(str(exc), markup=False)
-        raise typer.Exit(exits.NO_SITE) from None
-
-
-def _load(site: str, max_spec_size: int, max_findings: int, quiet: bool = True) -> ValidationResult:
-    """Resolve SITE, validate it, print the findings; exit 2 when the spec is invalid."""
-    path = _resolve(site)
-    result, code = check_file(path, console(stderr=True), LoadLimits(max_bytes=max_spec_size), max_findings)
-    if code:
-        raise typer.Exit(code)
-    if not quiet:
-        console().print(summary_line(result), markup=False, style="green")
-    return result
-
-
 @app.command()
 def validate(
     site: SiteArg,
@@ -134,10 +90,10 @@ def validate(
 ) -> None:
     """Check the spec (structure, cross-field rules, capacity) and print the derived plan."""
     if fmt is Format.json:
-        result = validate_file(_resolve(site), LoadLimits(max_bytes=max_spec_size))
+        result = validate_file(resolve(site), LoadLimits(max_bytes=max_spec_size))
         print(result_json(result))
         raise typer.Exit(exits.OK if result.ok else EXIT_INVALID)
-    result = _load(site, max_spec_size, max_findings, quiet)
+    result = load(site, max_spec_size, max_findings, quiet)
     if not quiet and result.plan is not None:
         print_plan(console(), result.plan)
 
@@ -160,22 +116,10 @@ def render_cmd(
     Only files render wrote are replaced or removed (recorded in .inventory-manifest.json); your own files
     in the folder (vault.yml, custom group_vars) are left alone.
     """
-    result = _load(site, max_spec_size, max_findings)
+    result = load(site, max_spec_size, max_findings)
     target = out or Path(result.filename).parent
-    outcome = _render_into(result, target, force)
+    outcome = render_into(result, target, force)
     console().print(f"rendered {len(outcome.files)} files into {target}", markup=False)
-
-
-def _render_into(result: ValidationResult, target: Path, force: bool = False) -> RenderOutcome:
-    err = console(stderr=True)
-    try:
-        outcome = render_inventory(result, target, force)
-    except RenderConflict as exc:
-        err.print(str(exc), markup=False, style="bold red")
-        raise typer.Exit(EXIT_CANTCREAT) from None
-    for rel in outcome.forced:
-        err.print(f"warning: {target / rel} was edited by hand; replaced or removed (--force)", markup=False)
-    return outcome
 
 
 @app.command()
@@ -185,13 +129,12 @@ def phases(
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
     """Print the phases an apply runs, the hosts each touches and what it does there."""
-    result = _load(site, max_spec_size, max_findings)
+    result = load(site, max_spec_size, max_findings)
     if result.spec is None or result.plan is None:  # _load exits on an invalid spec
         raise typer.Exit(EXIT_INVALID)
     out = console()
     for i, ph in enumerate(plan_phases(result.spec, result.plan), 1):
-        hosts = ", ".join(ph.hosts) if ph.hosts else "skipped"
-        out.print(f"{i:>2}. {ph.name:<10} [{hosts}]\n      {ph.summary}", markup=False)
+        out.print(f"{i:>2}. {phase_head(ph)}\n      {ph.summary}", markup=False)
 
 
 @app.command()
@@ -247,7 +190,7 @@ def examples(
         print_plan(con, result.plan)
         if write or out is not None:
             target = out / path.parent.name if out else path.parent
-            written = _render_into(result, target).files
+            written = render_into(result, target).files
             con.print(f"rendered {len(written)} files into {target}", markup=False)
         else:
             changed = _stale_files(path.parent, render_texts(result))
@@ -262,9 +205,7 @@ def examples(
                 con.print("committed inventory is up to date", markup=False)
         con.print("phases:", markup=False)
         for i, ph in enumerate(plan_phases(result.spec, result.plan), 1):
-            con.print(
-                f"  {i:>2}. {ph.name:<10} [{', '.join(ph.hosts) or 'skipped'}] {ph.summary}", markup=False
-            )
+            con.print(f"  {i:>2}. {phase_head(ph)} {ph.summary}", markup=False)
     if failed:
         raise typer.Exit(EXIT_INVALID)
     if stale:

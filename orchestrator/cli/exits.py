@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 OK = 0
+DECLINED = 1  # the operator answered no at apply's question: nothing was run
 INVALID_SPEC = 2  # the spec is invalid: nothing was written, no host was touched
 HOSTS_FAILED = 3  # a host failed (apply), or drift was found (drift)
 HOSTS_UNREACHABLE = 4  # a host could not be reached

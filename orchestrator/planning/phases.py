@@ -1,13 +1,29 @@
-"""The phases of an apply, in order, with the hosts each touches and what it will do there."""
+"""The phases of an apply, in order, with the hosts each touches, what it will do there, and the issue that
+implements its playbook (planning only: whether playbooks/<phase>.yml exists is the runner's business)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from orchestrator.planning.model import SitePlan
-from orchestrator.planning.roles import hosts_with_role, role_host
+from orchestrator.planning.roles import container_hosts, hosts_with_role, role_host
 from orchestrator.planning.tuning import tuning_plan
 from orchestrator.spec.site import SiteSpec
+
+PHASE_ISSUES: dict[str, int] = {
+    "preflight": 8,
+    "drivers": 8,
+    "host": 8,  # host_tuning + container_runtime (the former separate "runtime" phase)
+    "network": 8,
+    "image": 9,
+    "weights": 9,
+    "serve": 9,
+    "gateway": 10,
+    "monitoring": 12,
+}
+"""Every phase, in apply order, and the issue that brings its playbook (playbooks/<name>.yml)."""
+
+PHASE_NAMES: tuple[str, ...] = tuple(PHASE_ISSUES)
 
 
 @dataclass(frozen=True)
@@ -16,24 +32,17 @@ class Phase:
     playbook: str
     hosts: tuple[str, ...]
     summary: str
+    issue: int
 
     @property
     def skipped(self) -> bool:
         return not self.hosts
 
 
-def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
-    npu = hosts_with_role(spec, "npu")
-    everyone = tuple(s.name for s in spec.servers)
-    sw, t = spec.software, spec.tuning
-    chips = sorted({h.chip for h in plan.hosts if h.chip})
-    devices = sum(h.devices for h in plan.hosts if "npu" in h.roles)
-    hccn = [d for h in plan.hosts for d in h.hccn]
-    build = role_host(spec, "build") or ""
-    gw = role_host(spec, "gateway")
-    mon = role_host(spec, "monitoring")
+def _tuning_summary(spec: SiteSpec, plan: SitePlan) -> str:
+    t = spec.tuning
     tp = plan.tuning or tuning_plan(spec)
-    tuning = [
+    parts = [
         f"governor {t.cpu_governor}" if t.cpu_governor else "",
         f"{len(tp.sysctls)} sysctls",
         f"debugfs {', '.join(f'{k}={v}' for k, v in tp.debugfs)}" if tp.debugfs else "",
@@ -44,6 +53,21 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
         f"{t.hugepages.count} hugepages" if t.hugepages.count else "",
         f"modprobe options for {', '.join(sorted(t.rdma_modules))}" if t.rdma_modules else "",
     ]
+    return ", ".join(x for x in parts if x) or "nothing to tune"
+
+
+def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
+    npu = hosts_with_role(spec, "npu")
+    everyone = tuple(s.name for s in spec.servers)
+    sw = spec.software
+    chips = sorted({h.chip for h in plan.hosts if h.chip})
+    devices = sum(h.devices for h in plan.hosts if "npu" in h.roles)
+    hccn = [d for h in plan.hosts for d in h.hccn]
+    build = role_host(spec, "build") or ""
+    gw = role_host(spec, "gateway")
+    mon = role_host(spec, "monitoring")
+    gateway_hosts = (gw,) if spec.gateway.enabled and gw else ()
+    engines = container_hosts(spec)
     images = ", ".join(f"{i.tag} (SOC_VERSION {i.soc_version})" for i in plan.images)
     first = plan.replicas[0]
     serve = (
@@ -53,60 +77,49 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
         f"{spec.rollout.gates.accuracy_tolerance:.1%}; "
         f"rollback {'on' if spec.rollout.auto_rollback else 'off'}"
     )
-    return [
-        Phase(
+    rows: list[tuple[str, tuple[str, ...], str]] = [
+        (
             "preflight",
-            "preflight.yml",
             everyone,
             f"SSH, OS {spec.os.distro} {spec.os.version}, "
             f"NPUs on PCI ({', '.join(chips)}: {devices} devices), disk, free ports",
         ),
-        Phase(
+        (
             "drivers",
-            "drivers.yml",
             npu,
             f"HDK driver {sw.driver.version} + firmware {sw.firmware.version} "
             "(sha256-verified .run packages), reboot only when the installer asks",
         ),
-        Phase("host", "host.yml", npu, ", ".join(x for x in tuning if x) or "nothing to tune"),
-        Phase(
+        (
+            "host",
+            engines,
+            f"tuning on {len(npu)} NPU server(s): {_tuning_summary(spec, plan)}; "
+            f"Docker engine on {len(engines)} host(s)",
+        ),
+        (
             "network",
-            "network.yml",
             tuple(h.name for h in plan.hosts if h.hccn),
             f"hccn_tool: {len(hccn)} NPU-NIC addresses, TLS "
             f"{'on' if spec.network.hccn and spec.network.hccn.tls else 'off'}; link and ping-matrix gate",
         ),
-        Phase(
-            "runtime",
-            "runtime.yml",
-            tuple(dict.fromkeys((*npu, build))),
-            "Docker engine with NPU device access",
-        ),
-        Phase(
+        (
             "image",
-            "image.yml",
             (build,) if build else (),
             f"build {images} on {build}, ship by "
             f"{'registry' if spec.image.registry else 'tarball'}, pin by {spec.image.tag_policy}",
         ),
-        Phase(
+        (
             "weights",
-            "weights.yml",
             npu,
             f"{plan.model_name} ({plan.weights_gib:.0f} GiB) at "
             f"{spec.model.weights_path} ({spec.model.source.type}), checksums verified",
         ),
-        Phase("serve", "serve.yml", tuple(m.server for r in plan.replicas for m in r.members), serve),
-        Phase(
-            "gateway",
-            "gateway.yml",
-            (gw,) if spec.gateway.enabled and gw else (),
-            f"port {spec.gateway.port}, {spec.gateway.policy} over healthy replicas",
-        ),
-        Phase(
+        ("serve", tuple(m.server for r in plan.replicas for m in r.members), serve),
+        ("gateway", gateway_hosts, f"port {spec.gateway.port}, {spec.gateway.policy} over healthy replicas"),
+        (
             "monitoring",
-            "monitoring.yml",
             tuple(dict.fromkeys((*npu, *([mon] if mon else ())))) if spec.monitoring.enabled else (),
             "node and NPU exporters" + (f", Prometheus on {mon}" if mon else ""),
         ),
     ]
+    return [Phase(name, f"{name}.yml", hosts, summary, PHASE_ISSUES[name]) for name, hosts, summary in rows]

@@ -34,3 +34,13 @@ def role_host(spec: SiteSpec, role: SiteRole) -> str | None:
     if chosen is None and role == "build":
         chosen = next(iter(hosts_with_role(spec, "npu")), None)
     return chosen
+
+
+def container_hosts(spec: SiteSpec) -> tuple[str, ...]:
+    """Where a container engine runs (phase host, group container_runtime): every NPU server (serving), the
+    build host, the gateway when enabled and the monitoring host when monitoring is enabled."""
+    build = role_host(spec, "build")
+    gateway = role_host(spec, "gateway") if spec.gateway.enabled else None
+    monitoring = role_host(spec, "monitoring") if spec.monitoring.enabled else None
+    extra = tuple(h for h in (build, gateway, monitoring) if h)
+    return tuple(dict.fromkeys((*hosts_with_role(spec, "npu"), *extra)))

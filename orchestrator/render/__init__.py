@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator.render.ansible_cfg import ansible_cfg_text
 from orchestrator.render.inventory import inventory_files
-from orchestrator.render.writer import RenderConflict, RenderOutcome, render_text, write_inventory
+from orchestrator.render.play_vars import play_vars
+from orchestrator.render.writer import RenderConflict, RenderOutcome, header, render_text, write_inventory
 from orchestrator.spec.gcpause import gc_paused
 from orchestrator.validation import ValidationResult
 
@@ -17,8 +19,12 @@ def render_texts(result: ValidationResult) -> dict[str, str]:
     if not result.ok or result.spec is None or result.plan is None or result.document is None:
         raise ValueError("only a valid spec can be rendered")
     with gc_paused():  # hundreds of thousands of short-lived objects for a large site, no cycles
-        files = inventory_files(result.spec, result.plan, result.document.sha256)
-        return render_text(files, Path(result.filename).name, result.document.sha256)
+        name, sha = Path(result.filename).name, result.document.sha256
+        files = inventory_files(result.spec, result.plan, sha)
+        files["play_vars.yml"] = play_vars(result.spec, result.plan)
+        texts = render_text(files, name, sha)
+        texts["ansible.cfg"] = ansible_cfg_text(result.spec.site, len(result.spec.servers), header(name, sha))
+        return texts
 
 
 def render_inventory(result: ValidationResult, out_dir: Path, force: bool = False) -> RenderOutcome:

@@ -15,13 +15,16 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SitePlan
-from orchestrator.planning.roles import SITE_ROLES, hosts_with_role, role_host
+from orchestrator.planning.roles import SITE_ROLES, container_hosts, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.spec.hardware import Server
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.software import PackageSource
 
 Files = dict[str, dict[str, Any]]
+
+INVENTORY_VERSION = 1
+"""The layout of the rendered inventory; playbooks/boilerplate.yml refuses any other (bump both together)."""
 
 
 def _package(pkg: PackageSource) -> dict[str, Any]:
@@ -46,6 +49,7 @@ def _groups(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
             chosen = role_host(spec, role)
             hosts = (chosen,) if chosen else ()
         children[role] = {"hosts": dict.fromkeys(hosts)}
+    children["container_runtime"] = {"hosts": dict.fromkeys(container_hosts(spec))}
     groups: dict[str, list[str]] = {}
     for rep in plan.replicas:
         children[f"replica_{rep.name}".replace("-", "_")] = {"hosts": {m.server: None for m in rep.members}}
@@ -60,6 +64,7 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
     out: dict[str, Any] = {
         "orchestrator_site": spec.site,
         "orchestrator_spec_sha256": spec_sha256,
+        "orchestrator_inventory_version": INVENTORY_VERSION,
         "ansible_user": ssh.user,
         "ansible_become": ssh.become or ssh.user != "root",
         "ansible_ssh_host_key_checking": ssh.host_key_checking,
@@ -140,6 +145,34 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
         }
     )
     return out
+
+
+# The distribution's own Docker engine and Python Docker SDK (the SDK is what community.docker modules
+# use), by spec os.distro. Sources: packages.ubuntu.com/jammy/docker.io + python3-docker (universe);
+# packages.debian.org/bookworm/docker.io + python3-docker; openEuler 22.03/24.03 "everything" repo:
+# docker (docker-engine, Provides: docker) + python3-docker. kylin: inferred from openEuler (V10 SP).
+CONTAINER_RUNTIME_PACKAGES = {
+    "ubuntu": ["docker.io", "python3-docker"],
+    "debian": ["docker.io", "python3-docker"],
+    "openeuler": ["docker", "python3-docker"],
+    "kylin": ["docker", "python3-docker"],
+}
+
+
+def _container_runtime_vars(spec: SiteSpec) -> dict[str, Any]:
+    """The container engine (role container_runtime, hosts of the group container_runtime)."""
+    cr = spec.software.container_runtime
+    daemon: dict[str, Any] = {
+        "log-driver": "json-file",
+        "log-opts": {"max-size": cr.log_max_size, "max-file": str(cr.log_max_files)},
+        "live-restore": cr.live_restore,
+    }
+    if cr.data_root:
+        daemon["data-root"] = cr.data_root
+    return {
+        "container_runtime_packages": list(CONTAINER_RUNTIME_PACKAGES[spec.os.distro]),
+        "container_runtime_daemon_config": daemon,
+    }
 
 
 def _replica_summary(rep: ReplicaPlan) -> dict[str, Any]:
@@ -276,7 +309,7 @@ def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
     """Relative path -> YAML content, in a fixed order."""
     files: Files = {
         "hosts.yml": _groups(spec, plan),
-        "group_vars/all.yml": _all_vars(spec, plan, spec_sha256),
+        "group_vars/all.yml": {**_all_vars(spec, plan, spec_sha256), **_container_runtime_vars(spec)},
         "group_vars/npu.yml": _npu_vars(spec, plan),
     }
     servers = {s.name: s for s in spec.servers}

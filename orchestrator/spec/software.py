@@ -8,6 +8,7 @@ from pydantic import AfterValidator, AnyUrl, Field, model_validator
 
 from orchestrator.catalog.version import Version
 from orchestrator.spec.common import SpecModel
+from orchestrator.spec.container import ContainerRuntime
 
 Sha256 = str
 
@@ -66,6 +67,7 @@ class Software(SpecModel):
         None, description="Optional host CANN toolkit (the serving image carries its own CANN)."
     )
     vllm_ascend: VllmAscendStack = Field(default_factory=VllmAscendStack)
+    container_runtime: ContainerRuntime = Field(default_factory=ContainerRuntime)
     allow_unsupported: bool = Field(
         False, description="Turn compatibility-matrix contradictions into warnings. Use with care."
     )

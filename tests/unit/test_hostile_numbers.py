@@ -70,6 +70,7 @@ def _numeric_site() -> dict[str, object]:
         },
     }
     data["network"]["hccn"] |= {"first_host": 10, "mtu": 4200}
+    data["software"]["container_runtime"] = {"log_max_files": 5}
     data["tuning"] = {
         "sysctls": {"vm.swappiness": 0},
         "hugepages": {"count": 0},

@@ -167,9 +167,12 @@ def test_every_file_starts_with_the_generated_from_header(spec: Path) -> None:
     )
     assert header("site.yaml", sha) + "---\n" == expected
     texts = render_texts(_valid(spec))
-    assert {"hosts.yml", "group_vars/all.yml", "group_vars/npu.yml"} <= set(texts)
+    assert {"hosts.yml", "ansible.cfg", "play_vars.yml", "group_vars/all.yml", "group_vars/npu.yml"} <= set(
+        texts
+    )
     for rel, text in texts.items():
-        assert text.startswith(expected), f"{rel} does not start with the header: {text[:200]!r}"
+        start = header("site.yaml", sha) if rel == "ansible.cfg" else expected  # INI: no YAML marker
+        assert text.startswith(start), f"{rel} does not start with the header: {text[:200]!r}"
     assert yaml.safe_load(texts["group_vars/all.yml"])["orchestrator_spec_sha256"] == sha
 
 
@@ -263,9 +266,9 @@ def test_failing_replace_at_any_step_keeps_the_previous_inventory(
     calls.clear()
     render(changed, counting)  # a re-render of a changed spec: how many os.replace calls does it make?
     steps = len(calls)
-    # every file changes (its header names the spec's sha256): 6 files and the manifest, each moved
-    # aside and then replaced
-    assert steps == 2 * 7, calls
+    # every file changes (its header names the spec's sha256): 8 files (ansible.cfg and play_vars.yml
+    # included) and the manifest, each moved aside and then replaced
+    assert steps == 2 * 9, calls
     for fail_at in range(1, steps + 1):
         calls.clear()
         with pytest.raises(OSError, match="disk went away"):

@@ -99,7 +99,7 @@ def test_manifest_records_the_spec_and_every_file(tmp_path: Path) -> None:
     assert result.document is not None
     assert (data["spec"], data["spec_sha256"]) == ("site.yaml", result.document.sha256)
     assert sorted(data["files"]) == sorted(
-        ["hosts.yml", "group_vars/all.yml", "group_vars/npu.yml"]
+        ["hosts.yml", "ansible.cfg", "play_vars.yml", "group_vars/all.yml", "group_vars/npu.yml"]
         + [f"host_vars/{h}.yml" for h in ("a2-01", "a2-02", "a2-03", "a2-04", "edge-01")]
     )
     for rel, sha in data["files"].items():
@@ -232,9 +232,9 @@ def test_failing_step_of_a_render_with_user_files_and_a_removal_keeps_everything
         real(src, dst)
 
     monkeypatch.setattr("orchestrator.render.writer.os.replace", flaky)
-    # 7 files change (their header names the spec's sha256): each moved aside and replaced; the removed
-    # host_vars/a2-04.yml is only moved aside; the manifest is replaced last
-    steps = 2 * 7 + 1 + 2
+    # 9 files change (their header names the spec's sha256, ansible.cfg its host count too): each moved
+    # aside and replaced; the removed host_vars/a2-04.yml is only moved aside; the manifest is replaced last
+    steps = 2 * 9 + 1 + 2
     for fail_at in range(1, steps + 1):
         calls.clear()
         with pytest.raises(OSError, match="disk went away"):
@@ -333,8 +333,10 @@ def test_file_states(tmp_path: Path) -> None:
 
 
 def test_ownable_paths() -> None:
-    good = ["hosts.yml", "group_vars/all.yml", "host_vars/a2-01.yml", "group_vars/rollout_default.yml"]
-    bad = ["../hosts.yml", "hosts.yml\n", "group_vars/../../x.yml", "group_vars/all/vault.yml", "site.yaml"]
+    good = ["hosts.yml", "ansible.cfg", "play_vars.yml", "group_vars/all.yml", "host_vars/a2-01.yml"]
+    good += ["group_vars/rollout_default.yml"]
+    bad = ["../hosts.yml", "hosts.yml\n", "../ansible.cfg", "host_vars/ansible.cfg", "group_vars/../../x.yml"]
+    bad += ["group_vars/all/vault.yml", "site.yaml"]
     bad += ["host_vars/.hidden.yml", "README.md", "group_vars/all.yaml", "/etc/hosts.yml"]
     assert [r for r in good if not ownable(r)] == []
     assert [r for r in bad if ownable(r)] == []

@@ -1,0 +1,85 @@
+"""Pieces the commands share: the SITE argument, spec-size and findings options, output format, and
+loading/rendering a site with the documented exit codes."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.cli import exits
+from orchestrator.cli.check import check_file
+from orchestrator.cli.output import console, summary_line
+from orchestrator.cli.sites import SiteNotFound, resolve_site
+from orchestrator.render import RenderConflict, RenderOutcome, render_inventory
+from orchestrator.spec.limits import MAX_SPEC_SIZE_ENV, LoadLimits, parse_size
+from orchestrator.validation import ValidationResult
+
+EXIT_INVALID = exits.INVALID_SPEC
+EXIT_CANTCREAT = exits.CANT_CREATE
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+
+SiteArg = Annotated[str, typer.Argument(help="Site spec file, a folder with site.yaml, or a site name.")]
+
+
+def _size(value: str | int) -> int:
+    if isinstance(value, int):  # the default
+        return value
+    try:
+        return parse_size(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+MaxSpecSize = Annotated[
+    int,
+    typer.Option(
+        "--max-spec-size",
+        parser=_size,
+        metavar="SIZE",
+        envvar=MAX_SPEC_SIZE_ENV,
+        show_default="16MiB",
+        help="Refuse spec files larger than this (bytes, or e.g. 64MiB).",
+    ),
+]
+MaxFindings = Annotated[
+    int,
+    typer.Option("--max-findings", min=0, help="Print at most this many findings per spec; 0 prints all."),
+]
+
+
+def resolve(site: str) -> Path:
+    try:
+        return resolve_site(site)
+    except SiteNotFound as exc:
+        console(stderr=True).print(str(exc), markup=False)
+        raise typer.Exit(exits.NO_SITE) from None
+
+
+def load(site: str, max_spec_size: int, max_findings: int, quiet: bool = True) -> ValidationResult:
+    """Resolve SITE, validate it, print the findings; exit 2 when the spec is invalid."""
+    path = resolve(site)
+    result, code = check_file(path, console(stderr=True), LoadLimits(max_bytes=max_spec_size), max_findings)
+    if code:
+        raise typer.Exit(code)
+    if not quiet:
+        console().print(summary_line(result), markup=False, style="green")
+    return result
+
+
+def render_into(result: ValidationResult, target: Path, force: bool = False) -> RenderOutcome:
+    err = console(stderr=True)
+    try:
+        outcome = render_inventory(result, target, force)
+    except RenderConflict as exc:
+        err.print(str(exc), markup=False, style="bold red")
+        raise typer.Exit(EXIT_CANTCREAT) from None
+    for rel in outcome.forced:
+        err.print(f"warning: {target / rel} was edited by hand; replaced or removed (--force)", markup=False)
+    return outcome

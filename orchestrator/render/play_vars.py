@@ -1,0 +1,25 @@
+"""Play-level settings of the phase playbooks, rendered into `inventories/<site>/play_vars.yml`.
+
+`serial` and `max_fail_percentage` are play keywords: Ansible templates them before any host's inventory
+variables exist, so they cannot come from group_vars (`hostvars` is undefined there). The phase playbooks
+load this file as `vars_files` (the folder of the inventory source, `-i inventories/<site>/hosts.yml`).
+Play vars outrank inventory vars for every host of the play, so this file holds play keywords only
+(`play_<phase>_<keyword>`), never a host setting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrator.planning.model import SitePlan
+from orchestrator.spec.site import SiteSpec
+
+DRIVERS_SERIAL: list[int | str] = [1, "25%"]
+"""One server alone first (a driver that does not come back costs one server), then a quarter at a time."""
+
+
+def play_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
+    return {
+        "play_drivers_serial": list(DRIVERS_SERIAL),
+        "play_drivers_max_fail_percentage": 0,  # a failed batch stops the rollout
+    }
