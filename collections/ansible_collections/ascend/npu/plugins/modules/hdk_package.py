@@ -157,13 +157,15 @@ def active_version(module: AnsibleModule, kind: str) -> str | None:
     return str(value) if value else None
 
 
-def decide(current: str | None, wanted: str) -> str:
-    if version_info.same_version(current, wanted):
+def decide(installed: str | None, running: str | None, wanted: str) -> str:
+    """none when the wanted version is installed (or, for a firmware without version.info, running from
+    flash); install when no package of this kind is installed; else upgrade or downgrade."""
+    if version_info.same_version(installed or running, wanted):
         return "none"
-    if not current:
+    if not installed:
         return "install"
     try:
-        return "upgrade" if version_info.compare(current, wanted) < 0 else "downgrade"
+        return "upgrade" if version_info.compare(installed, wanted) < 0 else "downgrade"
     except ValueError:
         return "upgrade"
 
@@ -219,7 +221,7 @@ def main() -> None:
     before = npu_host.version_file(root, kind)["version"]
     active = active_version(module, kind)
     previous = before or (active if kind == "firmware" else None)
-    operation = decide(previous, wanted)
+    operation = decide(before, active if kind == "firmware" else None, wanted)
     result: dict[str, Any] = {
         "changed": False,
         "kind": kind,

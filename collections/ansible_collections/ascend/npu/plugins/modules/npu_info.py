@@ -123,6 +123,7 @@ def gather(module: AnsibleModule) -> dict[str, Any]:
                              "npus": [], "chips": [], "processes": [], "boards": []}  # fmt: skip
     if smi["present"]:
         state = npu_host.npu_smi_state(run, smi["real"], module.params["boards"])
+    active = npu_host.summarise_boards(state["boards"])
     unhealthy = [c for c in state["chips"] if c.get("health") not in ("OK", None)]
     docker = module.get_bin_path("docker") if module.params["containers"] else None
     containers = (
@@ -136,7 +137,11 @@ def gather(module: AnsibleModule) -> dict[str, Any]:
         "driver": driver,
         "firmware": firmware,
         "install_info": version_info.parse_kv(install_text) if install_text is not None else {},
-        "compatibility": version_info.pair_check(driver["info"], firmware["info"]),
+        "compatibility": version_info.pair_check(
+            driver["info"],
+            firmware["info"],
+            firmware_version=firmware["version"] or active["firmware_version"],
+        ),
         "npu_smi": {
             "present": smi["present"],
             "path": smi["path"],
@@ -146,7 +151,7 @@ def gather(module: AnsibleModule) -> dict[str, Any]:
         "npus": state["npus"],
         "chips": state["chips"],
         "boards": state["boards"],
-        "active": npu_host.summarise_boards(state["boards"]),
+        "active": active,
         "health": {"ok": bool(state["chips"]) and not unhealthy, "unhealthy": unhealthy},
         "processes": state["processes"],
         "containers": containers,
