@@ -3,8 +3,8 @@
 - OS: the spec's distro/version, compared by the role with the host's /etc/os-release (ID, VERSION_ID,
   case-insensitive: openEuler / openeuler, V10 / v10); the kernel line the catalog gives for that release
   (kernels.yaml): the running kernel must be that line or newer (HWE / vendor kernels).
-- Architecture: the one the driver package is built for (its file name ends in _linux-<arch>.run, as Huawei
-  names them: ascend-host.md "Driver / firmware / CANN packages"); Kunpeng (aarch64) when the name says none.
+- Architecture: the server profile's (profiles.<p>.arch; validation already holds the driver package's file
+  name to it), per NPU server.
 - NPUs on the PCI bus: vendor 0x19e5 and the chip's device id (catalog pci_device_id); one PCI function per
   card, except the A3 (910_93) whose two dies are two functions (ascend-host.md "PCI IDs": d803 per die).
 - Disk: minimum free space per path, for the HDK packages, container images and model weights.
@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from orchestrator.catalog import get_chip
@@ -30,8 +29,6 @@ PACKAGES_GIB = 4.0
 # the running image and the next one. The build host also holds the base image and the build cache.
 IMAGES_GIB = {"npu": 40.0, "build": 80.0, "other": 10.0}
 WEIGHTS_MARGIN = 1.05  # safetensors index, config and tokenizer files beside the shards
-_ARCH = re.compile(r"_linux-(aarch64|x86_64|arm64|amd64)\.run$")
-_ARCH_ALIASES = {"arm64": "aarch64", "amd64": "x86_64"}
 
 
 @dataclass(frozen=True)
@@ -40,14 +37,6 @@ class DiskNeed:
     purpose: str
     min_free_gib: float
     counts_existing: bool  # what is already at the path counts towards the need (weights already there)
-
-
-def package_arch(filename: str) -> str:
-    """The CPU architecture a driver package is built for, from Huawei's file name."""
-    m = _ARCH.search(filename)
-    if m is None:
-        return "aarch64"
-    return _ARCH_ALIASES.get(m.group(1), m.group(1))
 
 
 def pci_functions(spec: SiteSpec, host: HostPlan) -> int:
@@ -61,10 +50,12 @@ def pci_functions(spec: SiteSpec, host: HostPlan) -> int:
 
 def disk_needs(spec: SiteSpec, plan: SitePlan, host: HostPlan) -> list[DiskNeed]:
     needs: list[DiskNeed] = []
+    disk = spec.software.disk
     if "npu" in host.roles:
-        needs.append(DiskNeed(PACKAGE_CACHE, "HDK driver and firmware packages", PACKAGES_GIB, True))
+        gib = disk.packages_gib or PACKAGES_GIB
+        needs.append(DiskNeed(PACKAGE_CACHE, "HDK driver and firmware packages", gib, True))
     kind = "build" if "build" in host.roles else "npu" if "npu" in host.roles else "other"
-    needs.append(DiskNeed(DOCKER_ROOT, "container images", IMAGES_GIB[kind], False))
+    needs.append(DiskNeed(DOCKER_ROOT, "container images", disk.images_gib or IMAGES_GIB[kind], False))
     if "npu" in host.roles:
         gib = round(plan.weights_gib * WEIGHTS_MARGIN + 0.05, 1)
         needs.append(DiskNeed(spec.model.weights_path, f"model weights ({plan.model_name})", gib, True))
@@ -76,7 +67,6 @@ def preflight_site(spec: SiteSpec) -> dict[str, object]:
     return {
         "distro": spec.os.distro,
         "version": spec.os.version,
-        "arch": package_arch(_filename(spec.software.driver.path or str(spec.software.driver.url or ""))),
         "kernel_line": os_kernel(spec.os.distro, spec.os.version),
         "time_sync": spec.os.time_sync,
     }
@@ -86,6 +76,3 @@ def drivers_serial(spec: SiteSpec) -> list[int | str]:
     """`serial` of the drivers play: one server alone first, then the spec's batch size."""
     return [1, spec.software.reboot.batch_size]
 
-
-def _filename(location: str) -> str:
-    return location.rstrip("/").rsplit("/", 1)[-1]

@@ -151,11 +151,12 @@ def _preflight_vars(spec: SiteSpec) -> dict[str, Any]:
 
 
 def _preflight_host_vars(spec: SiteSpec, plan: SitePlan, host: HostPlan) -> dict[str, Any]:
-    """Per server: the NPUs lspci must show and the free disk each path needs."""
+    """Per server: its architecture, the NPUs lspci must show and the free disk each path needs."""
     npu = None
-    if host.chip is not None:
+    if host.chip is not None and host.profile is not None:
         npu = {
             "chip": host.chip,
+            "arch": spec.profiles[host.profile].arch,
             "pci_vendor_id": "19e5",
             "pci_device_id": get_chip(host.chip).pci_device_id,
             "pci_functions": preflight.pci_functions(spec, host),

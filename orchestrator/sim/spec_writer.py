@@ -35,8 +35,9 @@ MODEL_ARCH = "DeepSeek-V3"  # the checkpoint generator writes this architecture'
 MODEL_BYTES = 32 * 1024 * 1024  # bf16: 16 M parameters
 SERVED_NAME = "sim-deepseek"
 # The servers are containers of the controller's kernel: `uname -m` there is the controller's machine, so
-# the fake driver package is built for it (Huawei names the architecture in the driver file name) and the
-# fake installers' hardware.json says the same. The preflight role compares the two, as on real servers.
+# the profile says so (profiles.<p>.arch), the fake driver package is built for it (Huawei names the
+# architecture in the driver file name) and the fake installers' hardware.json says the same. The preflight
+# role compares the profile's arch with the server's, as on real servers.
 ARCH = {"arm64": "aarch64", "amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
 
 
@@ -200,6 +201,7 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
         f"  {prof.name}:",
         f'    chip: "{prof.chip}"',
         f"    cards: {prof.cards}",
+        f"    arch: {ARCH}",
         *([f"    hbm_gb: {prof.hbm_gb}"] if prof.hbm_gb else []),
         "servers:",
     ]

@@ -94,6 +94,22 @@ class RebootPolicy(SpecModel):
     )
 
 
+class DiskNeeds(SpecModel):
+    """Free disk the preflight requires per server, when the defaults do not fit (small test hosts, images
+    known to be larger)."""
+
+    packages_gib: float | None = Field(
+        None, gt=0, le=10000, description="GiB free for the HDK packages (default 4 on NPU servers)."
+    )
+    images_gib: float | None = Field(
+        None,
+        gt=0,
+        le=100000,
+        description="GiB free for container images (default 40 on NPU servers, 80 on the build host, 10 "
+        "elsewhere).",
+    )
+
+
 class Software(SpecModel):
     driver: PackageSource = Field(description="HDK NPU driver .run package.")
     firmware: PackageSource = Field(description="HDK NPU firmware .run package.")
@@ -111,6 +127,7 @@ class Software(SpecModel):
         "headers are already there or the kernel is built elsewhere; nothing is installed or checked.",
     )
     reboot: RebootPolicy = Field(default_factory=RebootPolicy)
+    disk: DiskNeeds = Field(default_factory=DiskNeeds)
     stop_serving: bool = Field(
         False,
         description="Let the drivers phase stop the containers that hold NPU devices for an upgrade (and "

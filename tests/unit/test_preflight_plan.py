@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrator.planning.preflight import drivers_serial, package_arch
+from orchestrator.planning.preflight import drivers_serial
 from orchestrator.render import render_texts
 from tests.helpers import validate_data
 
@@ -19,31 +19,17 @@ def rendered(data: dict[str, Any]) -> dict[str, Any]:
     return {k: yaml.safe_load(v) for k, v in render_texts(result).items() if k.endswith(".yml")}
 
 
-@pytest.mark.parametrize(
-    ("name", "arch"),
-    [  # Huawei's names (ascend-host.md "Driver / firmware / CANN packages")
-        ("Ascend-hdk-910b-npu-driver_24.1.rc3_linux-aarch64.run", "aarch64"),
-        ("Atlas-A3-hdk-npu-driver_25.0.rc1.3_linux-aarch64.run", "aarch64"),
-        ("Ascend-hdk-310p-npu-driver_23.0.rc3_linux-x86_64.run", "x86_64"),
-        ("driver.run", "aarch64"),
-    ],
-)
-def test_arch_from_the_driver_package_name(name: str, arch: str) -> None:
-    assert package_arch(name) == arch
-
-
 def test_pair_site_contract(pair: dict[str, Any]) -> None:
     files = rendered(pair)
     assert files["group_vars/all.yml"]["preflight_os"] == {
         "distro": "openeuler",
         "version": "22.03",
-        "arch": "aarch64",
         "kernel_line": "5.10",  # openEuler 22.03 LTS is Linux 5.10 (kernels.yaml [openeuler])
         "time_sync": "required",
     }
     head, worker, ops = (files[f"host_vars/{h}.yml"] for h in ("a2-01", "a2-02", "ops-01"))
-    assert head["preflight_npu"] == {"chip": "910B3", "pci_vendor_id": "19e5", "pci_device_id": "d802",
-                                     "pci_functions": 8}  # fmt: skip
+    assert head["preflight_npu"] == {"chip": "910B3", "arch": "aarch64", "pci_vendor_id": "19e5",
+                                     "pci_device_id": "d802", "pci_functions": 8}  # fmt: skip
     assert ops["preflight_npu"] is None
     weights = [d for d in worker["preflight_disk"] if d["path"] == "/data/models/DeepSeek-R1-W8A8"]
     # the plan says 640.9 GiB of weights (tests/golden/plans/a2-pair-r1-w8a8.txt) plus 5 % of side files
@@ -82,7 +68,15 @@ def test_spec_policies_reach_the_inventory(pair: dict[str, Any]) -> None:
         reboot={"policy": "allowed", "batch_size": 2, "timeout_s": 600},
     )
     pair["os"]["time_sync"] = "warn"
+    pair["software"]["disk"] = {"packages_gib": 1.5, "images_gib": 2}
     files = rendered(pair)
+    ops_disk = files["host_vars/ops-01.yml"]["preflight_disk"]
+    assert [(d["path"], d["min_free_gib"]) for d in files["host_vars/a2-02.yml"]["preflight_disk"]] == [
+        ("/var/cache/ascend-orchestrator/packages", 1.5),
+        ("/var/lib/docker", 2.0),
+        ("/data/models/DeepSeek-R1-W8A8", 673.0),  # weights stay what the model needs
+    ]
+    assert [d["min_free_gib"] for d in ops_disk] == [2.0]
     npu = files["group_vars/npu.yml"]
     wanted = ("provided", "allowed", 600)
     keys = ("npu_driver_kernel_headers", "npu_driver_reboot", "npu_driver_reboot_timeout_s")

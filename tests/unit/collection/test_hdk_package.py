@@ -49,11 +49,11 @@ def test_fresh_driver_install_then_the_same_version_changes_nothing(
         "--install-for-all",
     ]  # ascend-deployer's first install
     assert (res["previous_version"], res["installed_version"], res["active_version"]) == (None, DRV, DRV)
-    assert res["rc"] == 0 and not res["reboot_required"]
+    assert res["installer_rc"] == 0 and not res["reboot_required"]
     assert res["stdout_lines"][-2].endswith("The new version takes effect immediately. ")
     log = (root / "var/log/ascend_seclog/operation.log").read_text(encoding="utf-8")
     again = run_module(root, "hdk_package", pkg(pkgs["driver"], "driver", DRV))
-    assert not again["changed"] and again["operation"] == "none" and again["rc"] is None
+    assert not again["changed"] and again["operation"] == "none" and again["installer_rc"] is None
     assert (root / "var/log/ascend_seclog/operation.log").read_text(encoding="utf-8") == log  # nothing ran
 
 
@@ -126,7 +126,7 @@ def test_driver_needing_a_reboot_exits_2_and_says_so(pkgs: dict[str, Path], tmp_
     root = fresh(tmp_path)
     assert run_module(root, "hdk_package", pkg(pkgs["old"], "driver", OLD))["changed"]
     res = run_module(root, "hdk_package", pkg(pkgs["drv_reboot"], "driver", DRV))
-    assert res.get("failed") is None and res["rc"] == 2 and res["reboot_required"]
+    assert res.get("failed") is None and res["installer_rc"] == 2 and res["reboot_required"]
     assert "Reboot needed for installation/upgrade to take effect!" in res["reboot_reason"]
     assert res["active_version"] == OLD
 
@@ -151,7 +151,7 @@ def test_installed_but_not_running_is_a_pending_reboot(pkgs: dict[str, Path], tm
         put(root, where, STALE_NPU_SMI)
         (root / where).chmod(0o755)
     res = run_module(root, "hdk_package", pkg(pkgs["driver"], "driver", DRV))
-    assert res["operation"] == "none" and not res["changed"] and res["rc"] is None
+    assert res["operation"] == "none" and not res["changed"] and res["installer_rc"] is None
     assert (
         res["reboot_required"]
         and res["reboot_reason"] == f"driver {DRV} is installed but 25.0.rc1.1 is running"

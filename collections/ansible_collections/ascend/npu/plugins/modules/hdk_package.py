@@ -96,8 +96,9 @@ check:
   description: Result of the --check integrity test (passed, skipped).
   returned: always
   type: str
-rc:
-  description: Exit code of the installer run (null when it did not run).
+installer_rc:
+  description: Exit code of the installer run (null when it did not run). Not named rc, which Ansible reads
+    as failed when it is not 0 (an rc 2 install, "hot reset failed", succeeded and needs a reboot).
   returned: always
   type: int
 stdout_lines:
@@ -234,7 +235,7 @@ def main() -> None:
         "reboot_required": False,
         "reboot_reason": "",
         "check": "skipped",
-        "rc": None,
+        "installer_rc": None,
         "stdout_lines": [],
         "sha256": None,
     }
@@ -262,7 +263,7 @@ def main() -> None:
     run_check(module, result)
     rc, out = execute(module, result["args"])
     outcome = runpkg.interpret(kind, rc, out)
-    result.update(rc=rc, stdout_lines=runpkg.plain(out).splitlines(), busy=outcome["busy"],
+    result.update(installer_rc=rc, stdout_lines=runpkg.plain(out).splitlines(), busy=outcome["busy"],
                   missing_tools=outcome["missing_tools"])  # fmt: skip
     if not outcome["ok"]:
         module.fail_json(msg="{}. Fix: {}.".format(outcome["error"], outcome["fix"]), **result)
