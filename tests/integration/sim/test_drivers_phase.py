@@ -189,6 +189,38 @@ def test_wrong_checksum_is_refused_before_anything_runs(cluster: Sim, site: str)
     assert not Path("/tmp/tampered-package-ran").exists()
 
 
+def test_incompatible_pair_is_refused_before_install(cluster: Sim, site: str) -> None:
+    """A firmware upgrade whose version.info accepts no driver the spec pairs it with (compatible_version_drv
+    [26.0.0,26.9.9] against driver 25.5.1): refused on every server before any installer runs."""
+    from orchestrator.sim.packages import build_package, sha256_of
+
+    spec_path = cluster.root / "inventories" / site / "site.yaml"
+    spec = yaml.safe_load(spec_path.read_text())
+    old = spec["software"]["firmware"]
+    newer = "7.8.0.7.100"
+    pkg = build_package("firmware", "910b", newer, cluster.root / "narrow", compatible="[26.0.0,26.9.9]")
+    pair_site = f"{site}-pair"
+    inv = cluster.root / "inventories" / pair_site
+    inv.mkdir()
+    text = spec_path.read_text().replace(f"site: {site}\n", f"site: {pair_site}\n")
+    text = text.replace(old["path"], str(pkg)).replace(old["sha256"], sha256_of(pkg))
+    text = text.replace(f"version: {old['version']}", f"version: {newer}")
+    (inv / "site.yaml").write_text(text)
+    cluster.cli("render", pair_site)
+    _debian_until_the_sim_spec_says_so(inv)
+    boot_ids = {s: cluster.exec(s, "cat /var/lib/ascend-sim/boot_id") for s in SERVERS}
+    proc = playbook(cluster, pair_site, "drivers.yml")
+    assert proc.returncode != 0
+    assert {h: s["failed"] for h, s in recap(proc).items()} == dict.fromkeys(SERVERS, 1)
+    for server in SERVERS:
+        line = re.search(rf"(?m)^failed: \[{server}\] \(item=firmware {newer}\) => .*$", proc.stdout)
+        assert line, proc.stdout[-3000:]
+        assert f"refusing the pair: the firmware {newer} accepts driver versions [26.0.0,26.9.9]" in line[0]
+        assert "Nothing was installed" in line[0] and '"installer_rc": null' in line[0]
+        assert version_info(cluster, server, "firmware") == FIRMWARE
+        assert cluster.exec(server, "cat /var/lib/ascend-sim/boot_id") == boot_ids[server]
+
+
 def test_missing_npu_card_fails_preflight_with_a_fix(cluster: Sim, site: str) -> None:
     """One card of a2-02 drops off the PCI bus (hardware.json loses it): preflight fails that server, says
     what it saw, what the spec wants and how to fix it; a2-01 passes."""

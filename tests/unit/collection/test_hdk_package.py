@@ -174,3 +174,27 @@ def test_refusals_say_how_to_fix(pkgs: dict[str, Path], tmp_path: Path) -> None:
     host(nouser, HW_910B4, users=False)
     res = run_module(nouser, "hdk_package", pkg(pkgs["driver"], "driver", DRV))
     assert res["failed"] and "HwHiAiUser not exists" in res["msg"] and "useradd -g HwHiAiUser" in res["msg"]
+
+
+def test_a_pair_that_refuses_each_other_is_refused_before_install(tmp_path: Path) -> None:
+    """partner_version: the package's own version.info must accept the other half of the pair (a driver's
+    compatible_version_fw, a firmware's compatible_version_drv), read from the extracted archive before any
+    installer runs."""
+    out = tmp_path / "pair"
+    narrow_fw = build_package("firmware", "910b", FW, out / "fw", compatible="[26.0.0,26.9.9]")
+    narrow_drv = build_package("driver", "910b", DRV, out / "drv", compatible="[7.0.0,7.2.99]")
+    root = fresh(tmp_path)
+    res = run_module(root, "hdk_package", pkg(narrow_drv, "driver", DRV, partner_version=FW))
+    assert res["failed"] and res["refused"] and res["installer_rc"] is None
+    assert res["partner_check"] == {"key": "compatible_version_fw", "range": "[7.0.0,7.2.99]",
+                                    "partner_version": FW, "accepts": False}  # fmt: skip
+    assert "Nothing was installed" in str(res["msg"]) and "Fix:" in str(res["msg"])
+    assert not (root / "usr/local/Ascend/driver/version.info").exists()  # the installer never ran
+    ok = run_module(root, "hdk_package", pkg(build_package("driver", "910b", DRV, out / "ok"), "driver", DRV,
+                                             partner_version=FW))  # fmt: skip
+    assert ok.get("failed") is None and ok["partner_check"]["accepts"] is True, ok.get("msg")
+    fw = run_module(
+        root, "hdk_package", pkg(narrow_fw, "firmware", FW, partner_version=DRV, state="verified")
+    )
+    assert fw["failed"] and fw["partner_check"]["range"] == "[26.0.0,26.9.9]"
+    assert "the firmware 7.8.0.6.201 accepts driver versions [26.0.0,26.9.9]" in str(fw["msg"])

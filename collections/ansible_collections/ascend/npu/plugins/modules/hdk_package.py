@@ -36,6 +36,13 @@ options:
   sha256:
     description: Expected lower-case hex SHA-256 of the file; the package is not executed when it differs.
     type: str
+  partner_version:
+    description:
+      - The version of the other package of the pair (the firmware for a driver, the driver for a firmware).
+        When set, the package's own version.info (extracted with C(--noexec --extract), after the SHA-256
+        check) must accept it (C(compatible_version_fw) of a driver, C(compatible_version_drv) of a
+        firmware); otherwise nothing is installed. Skipped in check mode.
+    type: str
   state:
     description: C(present) installs or upgrades; C(verified) only checks the SHA-256 and runs C(--check).
     type: str
@@ -108,7 +115,9 @@ stdout_lines:
 """
 
 import os
+import shutil
 import subprocess
+import tempfile
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
@@ -205,6 +214,46 @@ def run_check(module: AnsibleModule, result: dict[str, Any]) -> None:
     result["check"] = "passed"
 
 
+def package_accepts_partner(module: AnsibleModule, result: dict[str, Any]) -> None:
+    """Extract the package (no installer runs) and hold its version.info to the partner's version."""
+    kind, partner = module.params["kind"], module.params["partner_version"]
+    tmp = tempfile.mkdtemp(prefix="hdk-package-")
+    try:
+        rc, out = execute(module, ["--nox11", "--noexec", "--extract=" + tmp])
+        if rc != 0:
+            tail = runpkg.plain(out).strip()[-300:]
+            module.fail_json(msg="{} could not be extracted (rc {}): {}. Fix: download the package "
+                             "again.".format(module.params["path"], rc, tail), **result)  # fmt: skip
+        found = sorted((root.count(os.sep), os.path.join(root, "version.info"))
+                       for root, _dirs, files in os.walk(tmp) if "version.info" in files)  # fmt: skip
+        info = {}
+        if found:
+            with open(found[0][1], encoding="utf-8", errors="replace") as handle:
+                info = version_info.parse_kv(handle.read())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    key = "compatible_version_fw" if kind == "driver" else "compatible_version_drv"
+    other = "firmware" if kind == "driver" else "driver"
+    accepted = version_info.accepts(info.get(key), partner)
+    result["partner_check"] = {
+        "key": key,
+        "range": info.get(key),
+        "partner_version": partner,
+        "accepts": accepted,
+    }
+    if accepted is False:
+        module.fail_json(
+            msg="refusing the pair: the {} {} accepts {} versions {} ({} in its version.info), the spec "
+            "pairs it with {} {}. Nothing was installed. Fix: pick a driver and firmware that accept each "
+            "other (Huawei's compatibility list for the HDK release) in software.driver / "
+            "software.firmware.".format(
+                kind, module.params["version"], other, info.get(key), key, other, partner
+            ),
+            refused=True,
+            **result,
+        )
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -212,6 +261,7 @@ def main() -> None:
             "kind": {"type": "str", "required": True, "choices": ["driver", "firmware"]},
             "version": {"type": "str", "required": True},
             "sha256": {"type": "str"},
+            "partner_version": {"type": "str"},
             "state": {"type": "str", "default": "present", "choices": ["present", "verified"]},
             "timeout": {"type": "int", "default": 3600},
             "root": {"type": "path", "default": "/"},
@@ -243,6 +293,8 @@ def main() -> None:
     if module.params["state"] == "verified":
         if not module.check_mode:
             run_check(module, result)
+            if module.params["partner_version"]:
+                package_accepts_partner(module, result)
         module.exit_json(**result)
     if operation == "none":
         if active and not version_info.same_version(active, wanted):
@@ -261,6 +313,8 @@ def main() -> None:
     if module.check_mode:
         module.exit_json(**result)
     run_check(module, result)
+    if module.params["partner_version"]:
+        package_accepts_partner(module, result)
     rc, out = execute(module, result["args"])
     outcome = runpkg.interpret(kind, rc, out)
     result.update(installer_rc=rc, stdout_lines=runpkg.plain(out).splitlines(), busy=outcome["busy"],
