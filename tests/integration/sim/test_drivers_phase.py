@@ -193,12 +193,15 @@ def test_incompatible_pair_is_refused_before_install(cluster: Sim, site: str) ->
     """A firmware upgrade whose version.info accepts no driver the spec pairs it with (compatible_version_drv
     [26.0.0,26.9.9] against driver 25.5.1): refused on every server before any installer runs."""
     from orchestrator.sim.packages import build_package, sha256_of
+    from orchestrator.sim.spec_writer import ARCH
 
     spec_path = cluster.root / "inventories" / site / "site.yaml"
     spec = yaml.safe_load(spec_path.read_text())
     old = spec["software"]["firmware"]
     newer = "7.8.0.7.100"
-    pkg = build_package("firmware", "910b", newer, cluster.root / "narrow", compatible="[26.0.0,26.9.9]")
+    pkg = build_package(
+        "firmware", "910b", newer, cluster.root / "narrow", arch=ARCH, compatible="[26.0.0,26.9.9]"
+    )
     pair_site = f"{site}-pair"
     inv = cluster.root / "inventories" / pair_site
     inv.mkdir()
