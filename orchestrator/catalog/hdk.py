@@ -240,5 +240,10 @@ def full_graph_min_driver(cann: str) -> str | None:
     return (req.full_graph_min_driver or None) if req else None
 
 
+def driver_table() -> tuple[DriverSeries, ...]:
+    """Every driver series, in file order."""
+    return _table().drivers
+
+
 def cann_table() -> tuple[CannRequirement, ...]:
     return _table().canns

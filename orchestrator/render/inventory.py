@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
+from orchestrator.catalog import get_chip
+from orchestrator.planning import preflight
 from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SitePlan
 from orchestrator.planning.roles import SITE_ROLES, container_hosts, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
@@ -144,6 +146,7 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
             "drift_outputs": [{"type": o.type, "path": o.path, "url_ref": o.url} for o in spec.drift.outputs],
         }
     )
+    out.update(_preflight_vars(spec))
     return out
 
 
@@ -172,6 +175,49 @@ def _container_runtime_vars(spec: SiteSpec) -> dict[str, Any]:
     return {
         "container_runtime_packages": list(CONTAINER_RUNTIME_PACKAGES[spec.os.distro]),
         "container_runtime_daemon_config": daemon,
+    }
+
+
+def _preflight_vars(spec: SiteSpec) -> dict[str, Any]:
+    """What every server must be (planning.preflight): OS, architecture, kernel policy, time sync."""
+    return {"preflight_os": preflight.preflight_site(spec)}
+
+
+def _preflight_host_vars(spec: SiteSpec, plan: SitePlan, host: HostPlan) -> dict[str, Any]:
+    """Per server: its architecture, the NPUs lspci must show and the free disk each path needs."""
+    npu = None
+    if host.chip is not None and host.profile is not None:
+        npu = {
+            "chip": host.chip,
+            "arch": spec.profiles[host.profile].arch,
+            "pci_vendor_id": "19e5",
+            "pci_device_id": get_chip(host.chip).pci_device_id,
+            "pci_functions": preflight.pci_functions(spec, host),
+        }
+    return {
+        "preflight_npu": npu,
+        "preflight_disk": [
+            {
+                "path": d.path,
+                "purpose": d.purpose,
+                "min_free_gib": d.min_free_gib,
+                "counts_existing": d.counts_existing,
+            }
+            for d in preflight.disk_needs(spec, plan, host)
+        ],
+    }
+
+
+def _drivers_vars(spec: SiteSpec) -> dict[str, Any]:
+    """How the driver and firmware roles install (software.kernel_headers, reboot, stop_serving)."""
+    sw = spec.software
+    return {
+        "npu_driver_cache_dir": preflight.PACKAGE_CACHE,
+        "npu_firmware_cache_dir": preflight.PACKAGE_CACHE,
+        "npu_driver_kernel_headers": sw.kernel_headers,
+        "npu_driver_reboot": sw.reboot.policy,
+        "npu_driver_reboot_timeout_s": sw.reboot.timeout_s,
+        "npu_driver_stop_serving": sw.stop_serving,
     }
 
 
@@ -208,6 +254,7 @@ def _npu_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "npu_driver_package": _package(sw.driver),
         "npu_firmware_package": _package(sw.firmware),
         "npu_cann_package": _package(sw.cann) if sw.cann else None,
+        **_drivers_vars(spec),
         "host_tuning_cpu_governor": t.cpu_governor,
         **_tuning_vars(spec, plan),
         "host_tuning_transparent_hugepages": t.transparent_hugepages,
@@ -300,6 +347,7 @@ def _host_vars(
             out["host_tuning_sysctls"] = sysctls
             out["host_tuning_debugfs"] = debugfs
             out["host_tuning_skipped"] = [{"name": s.name, "reason": s.reason} for s in skipped]
+    out.update(_preflight_host_vars(spec, plan, host))
     out["orchestrator_ports"] = [{"port": p, "service": s} for p, s in host.ports]
     out["vllm_serve_instances"] = [_instance(spec, plan, rep, m, host.chip or "") for rep, m in members]
     return out

@@ -12,14 +12,14 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.planning.model import SitePlan
+from orchestrator.planning.preflight import drivers_serial
 from orchestrator.spec.site import SiteSpec
-
-DRIVERS_SERIAL: list[int | str] = [1, "25%"]
-"""One server alone first (a driver that does not come back costs one server), then a quarter at a time."""
 
 
 def play_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     return {
-        "play_drivers_serial": list(DRIVERS_SERIAL),
+        # one server alone first (a driver that does not come back costs one server), then
+        # software.reboot.batch_size at a time
+        "play_drivers_serial": drivers_serial(spec),
         "play_drivers_max_fail_percentage": 0,  # a failed batch stops the rollout
     }

@@ -22,7 +22,10 @@ from pathlib import Path
 from typing import Literal
 
 from orchestrator.catalog.chips import chips_of_family
+from orchestrator.catalog.hdk import driver_table, firmware_line
 from orchestrator.catalog.matrix import driver_series
+from orchestrator.catalog.ranges import parse_ranges
+from orchestrator.catalog.version import Version
 
 Kind = Literal["driver", "firmware"]
 ChipFamily = Literal["910b", "910_93", "310p"]
@@ -31,6 +34,7 @@ TakesEffect = Literal["immediately", "reboot"]
 FAKES_DIR = Path(__file__).resolve().parents[2] / "images" / "sim-server" / "ascend_fakes"
 MARKER = "__ARCHIVE__"
 DEFAULT_FW_RANGE = ("7.0.0", "7.8.99")  # drivers the catalog does not know accept this firmware range
+DEFAULT_DRV_RANGE = ("23.0.0", "26.9.")  # firmware no catalog driver accepts: any driver 23.0.0 .. 26.9.x
 _VERSION = re.compile(r"[0-9][0-9A-Za-z]*(\.[0-9A-Za-z]+)*")
 
 # The makeself part of --help (ascend-samples.md has no capture; the option list is ascend-host.md's) followed
@@ -164,10 +168,37 @@ def _digits(text: str, salt: str, n: int) -> int:
     return value
 
 
-def version_info(kind: Kind, version: str) -> str:
-    """The package's version.info: driver keys as ascend-host.md "Version records"; firmware just Version."""
+def firmware_drivers(version: str) -> tuple[str, str]:
+    """(compatible_version_drv, package_version) of a firmware's version.info.
+
+    A firmware the catalog has a version.info for (hdk.yaml `firmware`) gets its verbatim range. Any other
+    firmware lists, in the real file's `[series,series.]` form, every catalog driver series whose
+    compatible_version_fw accepts it (the driver side's view, mirrored). package_version is the driver the
+    catalog saw installed with it (known_pairs), else the newest accepting series."""
+    line = firmware_line(version)
+    if line is not None:
+        return str(line.compatible_version_drv), line.package_version
+    series = [s for s in driver_table() if s.compatible_version_fw.accepts(version)]
+    pairs = [d for s in series for d, fw in s.known_pairs if Version(fw) == Version(version)]
+    lo, hi = DEFAULT_DRV_RANGE
+    ranges = ",".join(f"[{s.series},{s.series}.]" for s in series) or f"[{lo},{hi}]"
+    package = pairs[0] if pairs else (series[-1].series if series else version)
+    return ranges, package
+
+
+def version_info(kind: Kind, version: str, compatible: str | None = None) -> str:
+    """The package's version.info with the real keys (ascend-host.md "Version records";
+    tests/fixtures/ascend/version_info/): the driver's compatible_version_fw from the catalog series, the
+    firmware's compatible_version_drv (firmware_drivers). `compatible` overrides the range (tests build
+    packages that refuse each other)."""
     if kind == "firmware":
-        return f"Version={version}\n"
+        drv_range, package = firmware_drivers(version)
+        return (
+            f"Version={version}\n"
+            "firmware_version=1.0\n"
+            f"package_version={package}\n"
+            f"compatible_version_drv={compatible or drv_range}\n"
+        )
     series = driver_series(version)
     lo, hi = (series.firmware_min, series.firmware_max) if series else DEFAULT_FW_RANGE
     c, spc, b = _digits(version, "c", 2), _digits(version, "spc", 3), _digits(version, "b", 3)
@@ -176,7 +207,7 @@ def version_info(kind: Kind, version: str) -> str:
         f"Version={version}\n"
         f"ascendhal_version=7.35.{_digits(version, 'hal', 2)}\n"
         f"Innerversion={inner}\n"
-        f"compatible_version_fw=[{lo},{hi}]\n"
+        f"compatible_version_fw={compatible or f'[{lo},{hi}]'}\n"
         f"package_version={version}\n"
     )
 
@@ -222,12 +253,15 @@ def build_package(
     arch: str = "aarch64",
     takes_effect: TakesEffect = "immediately",
     fail: bool = False,
+    compatible: str | None = None,
 ) -> Path:
     """Write the simulated `.run` into out_dir and return its path.
 
     takes_effect: "immediately" (hot reset works: the new version is active at once, rc 0) or "reboot" (it
     goes to /var/lib/ascend-sim/pending.json; a driver install then exits 2). fail=True makes the install fail
-    (a driver: DKMS failure; a firmware: upgrade failure)."""
+    (a driver: DKMS failure; a firmware: upgrade failure). compatible replaces the version.info range the
+    other side is checked against (compatible_version_fw of a driver, compatible_version_drv of a firmware);
+    such a package is written to the name the real one has, so keep it in its own out_dir."""
     if kind not in ("driver", "firmware"):
         raise ValueError(f"kind must be 'driver' or 'firmware', got {kind!r}")
     if chip_family not in ("910b", "910_93", "310p"):
@@ -246,7 +280,10 @@ def build_package(
         "fail": fail,
         "package": name,
     }
-    payload, size = _payload(manifest, version_info(kind, version))
+    if compatible is not None:
+        parse_ranges(compatible)  # ValueError names a malformed range
+        manifest["compatible"] = compatible
+    payload, size = _payload(manifest, version_info(kind, version, compatible))
     help_text = "\n".join(
         [_HELP_MAKESELF.format(name=f"./{name}"), _HELP_DRIVER if kind == "driver" else _HELP_FIRMWARE]
     )

@@ -4,6 +4,7 @@ and the tiny DeepSeek-shaped checkpoint it points at (both under .orchestrator/s
 
 from __future__ import annotations
 
+import platform
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,6 +34,11 @@ MODEL_NAME = "sim-deepseek-tiny"
 MODEL_ARCH = "DeepSeek-V3"  # the checkpoint generator writes this architecture's config.json
 MODEL_BYTES = 32 * 1024 * 1024  # bf16: 16 M parameters
 SERVED_NAME = "sim-deepseek"
+# The servers are containers of the controller's kernel: `uname -m` there is the controller's machine, so
+# the profile says so (profiles.<p>.arch), the fake driver package is built for it (Huawei names the
+# architecture in the driver file name) and the fake installers' hardware.json says the same. The preflight
+# role compares the profile's arch with the server's, as on real servers.
+ARCH = {"arm64": "aarch64", "amd64": "x86_64"}.get(platform.machine().lower(), platform.machine().lower())
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,7 @@ def hardware_json(profile: str, server: SimServer) -> dict[str, Any]:
         "bus_ids": list(prof.bus_ids),
         "product": chip.product,
         "firmware_version": FACTORY_FIRMWARE,
-        "arch": "aarch64",
+        "arch": ARCH,
     }
     if prof.pci_subsystem_id:
         hw["pci_subsystem_id"] = prof.pci_subsystem_id
@@ -149,9 +155,9 @@ def _packages(cdir: Path, profile: Profile) -> tuple[list[str], dict[str, Path]]
     changes: list[str] = []
     paths: dict[str, Path] = {}
     for kind, version, effect in PACKAGES:
-        path = out / builder.package_name(kind, family, version, "aarch64")
+        path = out / builder.package_name(kind, family, version, ARCH)
         if not path.is_file():
-            builder.build_package(kind, family, version, out, arch="aarch64", takes_effect=effect)
+            builder.build_package(kind, family, version, out, arch=ARCH, takes_effect=effect)
             changes.append(f"built {kind} package {path.name}")
         paths[kind] = path
     return changes, paths
@@ -195,6 +201,7 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
         f"  {prof.name}:",
         f'    chip: "{prof.chip}"',
         f"    cards: {prof.cards}",
+        f"    arch: {ARCH}",
         *([f"    hbm_gb: {prof.hbm_gb}"] if prof.hbm_gb else []),
         "servers:",
     ]

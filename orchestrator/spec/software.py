@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, AnyUrl, Field, model_validator
@@ -47,6 +48,11 @@ class OperatingSystem(SpecModel):
     version: Literal["20.04", "22.04", "22.03", "24.03", "v10"] = Field(
         description="ubuntu 20.04/22.04, openeuler 22.03/24.03, kylin v10."
     )
+    time_sync: Literal["required", "warn"] = Field(
+        "required",
+        description="Preflight: 'required' fails a server whose clock is not kept in sync (chrony, ntpd or "
+        "systemd-timesyncd); 'warn' only reports it (servers that share a host's clock, e.g. containers).",
+    )
 
 
 class VllmAscendStack(SpecModel):
@@ -60,6 +66,51 @@ class VllmAscendStack(SpecModel):
     soc_version: str | None = Field(None, description="SOC_VERSION build arg (derived from the chip).")
 
 
+def _check_batch(value: int | str) -> int | str:
+    if isinstance(value, int) and value >= 1:
+        return value
+    if isinstance(value, str) and re.fullmatch(r"(100|[1-9][0-9]?)%", value):
+        return value
+    raise ValueError("a batch is a number of servers (1 or more) or a percentage from 1% to 100%, e.g. 25%")
+
+
+BatchSize = Annotated[int | str, AfterValidator(_check_batch)]
+
+
+class RebootPolicy(SpecModel):
+    """When the drivers phase may reboot a server, and how many at once."""
+
+    policy: Literal["never", "allowed"] = Field(
+        "never",
+        description="'allowed': reboot a server when its driver or firmware installer says a reboot is "
+        "needed, then wait for every NPU chip and verify the versions. 'never': stop with a message instead.",
+    )
+    batch_size: BatchSize = Field(
+        "25%",
+        description="NPU servers the drivers phase upgrades (and reboots) at a time, after one server alone "
+        "first: a count or a percentage such as 25%.",
+    )
+    timeout_s: int = Field(
+        1800, ge=120, le=14400, description="Seconds a reboot may take until every NPU chip is back."
+    )
+
+
+class DiskNeeds(SpecModel):
+    """Free disk the preflight requires per server, when the defaults do not fit (small test hosts, images
+    known to be larger)."""
+
+    packages_gib: float | None = Field(
+        None, gt=0, le=10000, description="GiB free for the HDK packages (default 4 on NPU servers)."
+    )
+    images_gib: float | None = Field(
+        None,
+        gt=0,
+        le=100000,
+        description="GiB free for container images (default 40 on NPU servers, 80 on the build host, 10 "
+        "elsewhere).",
+    )
+
+
 class Software(SpecModel):
     driver: PackageSource = Field(description="HDK NPU driver .run package.")
     firmware: PackageSource = Field(description="HDK NPU firmware .run package.")
@@ -70,4 +121,17 @@ class Software(SpecModel):
     container_runtime: ContainerRuntime = Field(default_factory=ContainerRuntime)
     allow_unsupported: bool = Field(
         False, description="Turn compatibility-matrix contradictions into warnings. Use with care."
+    )
+    kernel_headers: Literal["install", "provided"] = Field(
+        "install",
+        description="'install': the driver phase installs the running kernel's headers package (with dkms, "
+        "gcc, make) from the OS repositories and stops when the repositories have none. 'provided': the "
+        "headers are already there or the kernel is built elsewhere; nothing is installed or checked.",
+    )
+    reboot: RebootPolicy = Field(default_factory=RebootPolicy)
+    disk: DiskNeeds = Field(default_factory=DiskNeeds)
+    stop_serving: bool = Field(
+        False,
+        description="Let the drivers phase stop the containers that hold NPU devices for an upgrade (and "
+        "start them again after). False: the phase refuses to upgrade a server whose NPUs are in use.",
     )

@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import pwd
+import shutil
 import sys
 import time
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -232,6 +233,17 @@ def _docker_users() -> list[str]:
         if node in res.stdout:
             return [f"{node} has used by docker"]
     return []
+
+
+REQUIRED_TOOLS = ("lspci", "ifconfig")  # ascend-host.md: "[ERROR]The list of missing tools: lspci,ifconfig"
+
+
+def missing_tools() -> list[str]:
+    """Tools the driver installer needs that are not on PATH (pciutils, net-tools). Checked on a simulated
+    server; under a test root only with $ASCEND_SIM_CHECK_TOOLS=1 (the test machine is not the host)."""
+    if simstate.under_test_root() and os.environ.get("ASCEND_SIM_CHECK_TOOLS") != "1":
+        return []
+    return [tool for tool in REQUIRED_TOOLS if shutil.which(tool) is None]
 
 
 def user_exists(name: str) -> bool:

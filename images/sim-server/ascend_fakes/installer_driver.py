@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         Session,
         devices_busy,
         group_gid,
+        missing_tools,
         user_exists,
         user_in_group,
     )
@@ -39,6 +40,7 @@ else:
         Session,
         devices_busy,
         group_gid,
+        missing_tools,
         user_exists,
         user_in_group,
     )
@@ -372,6 +374,9 @@ def run(s: Session) -> None:
         s.exit_log(0)
     user, group = run_user(s, info)
     if "uninstall" not in s.opts:
+        missing = missing_tools()
+        if missing:  # "[ERROR]The list of missing tools: lspci,ifconfig," (ascend-host.md)
+            s.error(f"[ERROR]The list of missing tools: {','.join(missing)},", operation_failed=True)
         s.check_free_space(300)
     if not info.get("Driver_Install_Path_Param"):
         if "uninstall" in s.opts:

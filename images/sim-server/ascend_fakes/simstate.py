@@ -40,8 +40,15 @@ import hashlib
 import json
 import os
 import re
+import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ascend_fakes import hdk_compat
+else:  # a standalone script's sibling (the fakes' directory is on sys.path, see npu_smi.py)
+    sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+    import hdk_compat
 
 STATE = "/var/lib/ascend-sim"
 HARDWARE_JSON = f"{STATE}/hardware.json"
@@ -328,12 +335,12 @@ def firmware_version(hw: Hardware | None) -> str | None:
 
 
 def compatibility(hw: Hardware | None) -> str:
-    """OK / NOK / UNKNOWN: the firmware against the driver's compatible_version_fw=[min,max]."""
-    fw = firmware_version(hw)
-    rng = re.fullmatch(
-        r"\[\s*([^,\]]+)\s*,\s*([^\]]+?)\s*\]", read_kv(DRIVER_VERSION_INFO).get("compatible_version_fw", "")
+    """OK / NOK / UNKNOWN: the running firmware against the driver's compatible_version_fw=[min,max] and the
+    driver against the installed firmware package's compatible_version_drv (hdk_compat.py)."""
+    firmware = read_kv(FIRMWARE_VERSION_INFO)
+    return hdk_compat.board_compatibility(
+        driver_version(),
+        read_kv(DRIVER_VERSION_INFO).get("compatible_version_fw", ""),
+        firmware_version(hw),
+        firmware.get("compatible_version_drv", "") if firmware.get("Version") else "",
     )
-    if not fw or not rng:
-        return "UNKNOWN"
-    lo, hi = rng.group(1), rng.group(2)
-    return "OK" if version_key(lo) <= version_key(fw) <= version_key(hi) else "NOK"

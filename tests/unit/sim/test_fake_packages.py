@@ -15,6 +15,7 @@ from tests.unit.sim.ascend_fake_helpers import (
     HW_910B4,
     HW_A3,
     PYTHON,
+    REPO,
     host,
     plain,
     put,
@@ -236,9 +237,9 @@ def test_firmware_needs_the_driver_then_matches_sample_6c(pkgs: dict[str, Path],
         if i == 0 or x != plain(sample("install_firmware.txt"))[i - 1]
     ]  # 6c waits at 90% three times
     assert res.returncode == 0 and plain(res.stdout) == expected
-    assert (tmp_path / "usr/local/Ascend/firmware/version.info").read_text(
-        encoding="utf-8"
-    ) == f"Version={FW}\n"
+    # the real 7.7.0.1.231 firmware's version.info (tests/fixtures/ascend/version_info, [vi-5])
+    real = (REPO / "tests/fixtures/ascend/version_info/firmware_7.7.0.1.231_b.info").read_text("utf-8")
+    assert (tmp_path / "usr/local/Ascend/firmware/version.info").read_text(encoding="utf-8") == real
     board = npu_smi(tmp_path, "info", "-t", "board", "-i", "0").stdout.splitlines()
     assert (
         "\tFirmware Version               : 7.7.0.1.231" in board

@@ -1,0 +1,78 @@
+"""What the preflight role checks on each server and how the drivers phase rolls: the rendered contract.
+
+- OS: the spec's distro/version, compared by the role with the host's /etc/os-release (ID, VERSION_ID,
+  case-insensitive: openEuler / openeuler, V10 / v10); the kernel line the catalog gives for that release
+  (kernels.yaml): the running kernel must be that line or newer (HWE / vendor kernels).
+- Architecture: the server profile's (profiles.<p>.arch; validation already holds the driver package's file
+  name to it), per NPU server.
+- NPUs on the PCI bus: vendor 0x19e5 and the chip's device id (catalog pci_device_id); one PCI function per
+  card, except the A3 (910_93) whose two dies are two functions (ascend-host.md "PCI IDs": d803 per die).
+- Disk: minimum free space per path, for the HDK packages, container images and model weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orchestrator.catalog import get_chip
+from orchestrator.catalog.kernels import os_kernel
+from orchestrator.planning.model import HostPlan, SitePlan
+from orchestrator.spec.site import SiteSpec
+
+PACKAGE_CACHE = "/var/cache/ascend-orchestrator/packages"
+"""Where the driver and firmware roles keep the verified .run files on the host."""
+DOCKER_ROOT = "/var/lib/docker"
+# Sizes (GiB). An HDK driver .run is ~0.3-0.5 GB and a firmware ~0.2 GB (ascend-samples.md 6: "Uncompressing
+# ... 100%"); the cache keeps one pair plus the next version's and the installers' extraction room.
+PACKAGES_GIB = 4.0
+# A vllm-ascend image is CANN + torch_npu + vLLM (tens of GB unpacked, vllm-ascend.md "Dockerfile"): room for
+# the running image and the next one. The build host also holds the base image and the build cache.
+IMAGES_GIB = {"npu": 40.0, "build": 80.0, "other": 10.0}
+WEIGHTS_MARGIN = 1.05  # safetensors index, config and tokenizer files beside the shards
+
+
+@dataclass(frozen=True)
+class DiskNeed:
+    path: str
+    purpose: str
+    min_free_gib: float
+    counts_existing: bool  # what is already at the path counts towards the need (weights already there)
+
+
+def pci_functions(spec: SiteSpec, host: HostPlan) -> int:
+    """PCI functions with the chip's device id the host must show (lspci -d 19e5:<id>)."""
+    if host.profile is None or host.chip is None:
+        return 0
+    if get_chip(host.chip).family == "910_93":
+        return host.devices
+    return spec.profiles[host.profile].cards
+
+
+def disk_needs(spec: SiteSpec, plan: SitePlan, host: HostPlan) -> list[DiskNeed]:
+    needs: list[DiskNeed] = []
+    disk = spec.software.disk
+    if "npu" in host.roles:
+        gib = disk.packages_gib or PACKAGES_GIB
+        needs.append(DiskNeed(PACKAGE_CACHE, "HDK driver and firmware packages", gib, True))
+    kind = "build" if "build" in host.roles else "npu" if "npu" in host.roles else "other"
+    needs.append(DiskNeed(DOCKER_ROOT, "container images", disk.images_gib or IMAGES_GIB[kind], False))
+    if "npu" in host.roles:
+        gib = round(plan.weights_gib * WEIGHTS_MARGIN + 0.05, 1)
+        needs.append(DiskNeed(spec.model.weights_path, f"model weights ({plan.model_name})", gib, True))
+    return needs
+
+
+def preflight_site(spec: SiteSpec) -> dict[str, object]:
+    """Site-wide expectations (group_vars/all.yml)."""
+    return {
+        "distro": spec.os.distro,
+        "version": spec.os.version,
+        "kernel_line": os_kernel(spec.os.distro, spec.os.version),
+        "time_sync": spec.os.time_sync,
+    }
+
+
+def drivers_serial(spec: SiteSpec) -> list[int | str]:
+    """`serial` of the drivers play: one server alone first, then the spec's batch size."""
+    return [1, spec.software.reboot.batch_size]
+
