@@ -10,10 +10,39 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.unit.sim.ascend_fake_helpers import FAKES, PYTHON, REPO, env
+from tests.unit.sim.ascend_fake_helpers import FAKES, HW_910B4, PYTHON, REPO, driver_loaded, env, tool
 
 COLLECTIONS = REPO / "collections"
 MODULES = COLLECTIONS / "ansible_collections" / "ascend" / "npu" / "plugins" / "modules"
+MASK = "255.255.255.0"
+
+
+def devices() -> list[dict[str, Any]]:
+    """The 8 NICs in 10.0.0.0/24 from .10, gateway and netdetect .1 (an A2 single-subnet plan)."""
+    gw = "10.0.0.1"
+    return [
+        {"index": i, "address": f"10.0.0.{10 + i}", "netmask": MASK, "gateway": gw, "netdetect": gw}
+        for i in range(8)
+    ]
+
+
+def booted(tmp_path: Path) -> Path:
+    """A server whose driver is installed and whose devices came up (the boot applied /etc/hccn.conf)."""
+    root = tmp_path / "root"
+    driver_loaded(root, HW_910B4, "25.5.1")
+    assert tool(root, "simboot.py", "on-boot").returncode == 0
+    return root
+
+
+def configured(tmp_path: Path) -> Path:
+    root = booted(tmp_path)
+    res = run_module(root, "hccn", {"devices": devices(), "tls": False})
+    assert res.get("failed") is None and res["changed"], res
+    return root
+
+
+def live(root: Path, dev: int, *what: str) -> list[str]:
+    return tool(root, "hccn_tool.py", "-i", str(dev), *what, "-g").stdout.splitlines()
 
 
 def hccn_tool(root: Path) -> Path:
@@ -62,9 +91,10 @@ def run_module(
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    """Every file under the simulated root (its live NIC state, /etc/hccn.conf, the fabric) by content."""
+    """Every file under the simulated root (its live NIC state, /etc/hccn.conf, the fabric) by content; the
+    empty lock files the fake creates to read the fabric are not state."""
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
-        if p.is_file()
+        if p.is_file() and p.suffix != ".lock"
     }

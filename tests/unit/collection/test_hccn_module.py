@@ -6,40 +6,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-from tests.unit.collection.hccn_helpers import hccn_tool, run_module, snapshot
+from tests.unit.collection.hccn_helpers import (
+    MASK,
+    booted,
+    configured,
+    devices,
+    hccn_tool,
+    live,
+    run_module,
+    snapshot,
+)
 from tests.unit.sim.ascend_fake_helpers import HW_910B4, driver_loaded, tool
-
-MASK = "255.255.255.0"
-
-
-def devices() -> list[dict[str, Any]]:
-    """The 8 NICs in 10.0.0.0/24 from .10, gateway and netdetect .1 (an A2 single-subnet plan)."""
-    gw = "10.0.0.1"
-    return [
-        {"index": i, "address": f"10.0.0.{10 + i}", "netmask": MASK, "gateway": gw, "netdetect": gw}
-        for i in range(8)
-    ]
-
-
-def booted(tmp_path: Path) -> Path:
-    """A server whose driver is installed and whose devices came up (the boot applied /etc/hccn.conf)."""
-    root = tmp_path / "root"
-    driver_loaded(root, HW_910B4, "25.5.1")
-    assert tool(root, "simboot.py", "on-boot").returncode == 0
-    return root
-
-
-def configured(tmp_path: Path) -> Path:
-    root = booted(tmp_path)
-    res = run_module(root, "hccn", {"devices": devices(), "tls": False})
-    assert res.get("failed") is None and res["changed"], res
-    return root
-
-
-def live(root: Path, dev: int, *what: str) -> list[str]:
-    return tool(root, "hccn_tool.py", "-i", str(dev), *what, "-g").stdout.splitlines()
 
 
 def test_fresh_host_check_then_apply_then_nothing(tmp_path: Path) -> None:
