@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
+from orchestrator.planning.hccn_peers import hccn_peers, rank_tables
 from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SitePlan
 from orchestrator.planning.roles import SITE_ROLES, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
@@ -186,6 +187,19 @@ def _npu_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     }
 
 
+def _hccn_network_vars(plan: SitePlan, host: HostPlan) -> dict[str, Any]:
+    """What the hccn_network role checks and writes on a host beyond its own NIC addresses: the peer NICs
+    its gate pings and the HCCL rank tables of its multi-node replicas (planning.hccn_peers)."""
+    return {
+        "hccn_network_peers": [
+            {"server": p.server, "index": p.index, "address": p.address} for p in hccn_peers(plan, host.name)
+        ],
+        "hccn_network_rank_tables": [
+            {"replica": name, "table": table} for name, table in rank_tables(plan, host.name).items()
+        ],
+    }
+
+
 def _ray(rep: ReplicaPlan, m: MemberPlan) -> dict[str, Any]:
     """What a Ray member runs besides (head) or instead of (worker) `vllm serve` (docs/ray.md)."""
     return {
@@ -258,6 +272,7 @@ def _host_vars(
                 ],
             }
         )
+        out.update(_hccn_network_vars(plan, host))
         ov = srv.overrides
         if ov.cpu_governor:
             out["host_tuning_cpu_governor"] = ov.cpu_governor
