@@ -34,6 +34,7 @@ def test_fresh_host_check_then_apply_then_nothing(tmp_path: Path) -> None:
     before = snapshot(root)
     check = run_module(root, "hccn", args, check=True)
     assert check["changed"] and check["commands"] == expected
+    assert check["drift"] == [] and "warnings" not in check  # no record yet is not drift
     assert snapshot(root) == before  # check mode ran no set command
     done = run_module(root, "hccn", args)
     assert done["changed"] and done["commands"] == expected and done.get("failed") is None

@@ -113,16 +113,17 @@ def compare(
     want: dict[str, str], live: dict[str, str | None], record: dict[str, str]
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """(settings to set, drift between file and live); a setting is set when its live value or its file
-    record differs from the desired value (setting through hccn_tool rewrites the record)."""
+    record (missing included) differs from the desired value (setting through hccn_tool rewrites the
+    record)."""
     changes = [
         n
         for n in ORDER
         if n in want and (live.get(n) != want[n] or (n in CONF_KEY and record.get(n) != want[n]))
     ]
-    drift = [
-        {"setting": n, "live": live.get(n), "file": record.get(n)}
+    drift = [  # a missing record is not drift: the driver keeps the NIC's own value at boot
+        {"setting": n, "live": live.get(n), "file": record[n]}
         for n in ORDER
-        if n in want and n in CONF_KEY and record.get(n) != live.get(n)
+        if n in want and n in CONF_KEY and n in record and record[n] != live.get(n)
     ]
     return changes, drift
 
