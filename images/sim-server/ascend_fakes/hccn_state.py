@@ -95,16 +95,35 @@ def from_file(hw: simstate.Hardware, only: int | None = None, current: Devices |
     return out
 
 
-def devices(hw: simstate.Hardware) -> Devices:
-    """The live NIC settings; brought up from the file when the loaded driver has not done so yet."""
-    driver = simstate.driver_version() or ""
+def _current(hw: simstate.Hardware, driver: str) -> Devices | None:
+    """The stored live state, or None when the loaded driver has not brought the devices up yet."""
     data = _load()
     raw = data.get("devices")
     if data.get("driver") != driver or not isinstance(raw, dict):
+        return None
+    return {int(k): {str(a): str(b) for a, b in v.items()} for k, v in raw.items() if str(k).isdigit()}
+
+
+def _devices_locked(hw: simstate.Hardware) -> Devices:
+    """devices() for a caller that holds the exclusive lock on HCCN_LIVE."""
+    driver = simstate.driver_version() or ""
+    live = _current(hw, driver)
+    if live is None:
         live = from_file(hw)
         _store(driver, live)
+    return live
+
+
+def devices(hw: simstate.Hardware) -> Devices:
+    """The live NIC settings; brought up from the file when the loaded driver has not done so yet. Every
+    read-modify-write of the live state holds an exclusive flock (hccn_tool runs in parallel: Ansible
+    modules read several NICs at once), plain reads a shared one."""
+    with simstate.locked(HCCN_LIVE, shared=True):
+        live = _current(hw, simstate.driver_version() or "")
+    if live is not None:
         return live
-    return {int(k): {str(a): str(b) for a, b in v.items()} for k, v in raw.items() if str(k).isdigit()}
+    with simstate.locked(HCCN_LIVE):
+        return _devices_locked(hw)
 
 
 def get(hw: simstate.Hardware, dev: int) -> dict[str, str]:
@@ -113,22 +132,25 @@ def get(hw: simstate.Hardware, dev: int) -> dict[str, str]:
 
 def set_live(hw: simstate.Hardware, dev: int, values: dict[str, str]) -> None:
     """`hccn_tool -i dev -<setting> -s`: the NIC takes the values, the file records them."""
-    live = devices(hw)
-    live.setdefault(dev, dict(FACTORY)).update(values)
-    _store(simstate.driver_version() or "", live)
-    record(dev, values)
+    with simstate.locked(HCCN_LIVE):
+        live = _devices_locked(hw)
+        live.setdefault(dev, dict(FACTORY)).update(values)
+        _store(simstate.driver_version() or "", live)
+        record(dev, values)
 
 
 def recover(hw: simstate.Hardware, dev: int | None) -> None:
     """`hccn_tool -i dev -cfg recovery` / `-a -cfg recovery`: apply the file to one or every NIC."""
-    _store(simstate.driver_version() or "", from_file(hw, dev, devices(hw)))
+    with simstate.locked(HCCN_LIVE):
+        _store(simstate.driver_version() or "", from_file(hw, dev, _devices_locked(hw)))
 
 
 def boot(hw: simstate.Hardware) -> None:
     """At boot the NICs start from their factory values and the driver applies /etc/hccn.conf; without a
     driver there are no NICs to configure."""
     driver = simstate.driver_version()
-    if driver:
-        _store(driver, from_file(hw))
-    else:
-        simstate.remove(HCCN_LIVE)
+    with simstate.locked(HCCN_LIVE):
+        if driver:
+            _store(driver, from_file(hw))
+        else:
+            simstate.remove(HCCN_LIVE)

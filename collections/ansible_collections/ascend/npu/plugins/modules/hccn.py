@@ -79,6 +79,7 @@ commands:
 """
 
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -95,6 +96,7 @@ from ansible_collections.ascend.npu.plugins.module_utils.hccn_tool import (
 
 ORDER = [name for name, _, _ in SETTINGS]
 READERS = 8  # devices read at once
+VERIFY_READS = 3
 
 
 def desired_of(dev: dict[str, Any], tls: bool | None, mtu: int | None) -> dict[str, str]:
@@ -168,23 +170,39 @@ def plan(module: AnsibleModule, tool: HccnTool) -> list[dict[str, Any]]:
     return out
 
 
-def verify(module: AnsibleModule, tool: HccnTool, planned: list[dict[str, Any]]) -> list[str]:
-    """Problems after setting: live values or file records that are still not as desired."""
+def problems_of(module: AnsibleModule, tool: HccnTool, items: list[dict[str, Any]]) -> dict[int, list[str]]:
+    """Per device index, the live values or file records that are not as desired."""
     conf = read_conf(module.params["conf_path"])
-    problems = []
-    changed = [item for item in planned if item["changes"]]
-    for item, live in zip(changed, read_live(tool, [(i["index"], i["want"]) for i in changed])):
+    out: dict[int, list[str]] = {}
+    for item, live in zip(items, read_live(tool, [(i["index"], i["want"]) for i in items])):
         index, want = item["index"], item["want"]
         record = {n: conf.get(index, {}).get(key) for n, key in CONF_KEY.items() if n in want}
         for name in want:
             if live.get(name) != want[name]:
-                problems.append(f"device {index}: {name} is {live.get(name)} after setting {want[name]}")
+                out.setdefault(index, []).append(
+                    f"device {index}: {name} is {live.get(name)} after setting {want[name]}"
+                )
             elif name in CONF_KEY and record.get(name) != want[name]:
-                problems.append(
+                out.setdefault(index, []).append(
                     f"device {index}: {module.params['conf_path']} records {CONF_KEY[name]}_{index}="
                     f"{record.get(name)} after hccn_tool set {want[name]}"
                 )
-    return problems
+    return out
+
+
+def verify(module: AnsibleModule, tool: HccnTool, planned: list[dict[str, Any]]) -> list[str]:
+    """Problems after setting; a device that does not show its settings yet is read again (VERIFY_READS
+    times, a second apart) before it counts."""
+    items = [item for item in planned if item["changes"]]
+    found: dict[int, list[str]] = {}
+    for attempt in range(VERIFY_READS):
+        found = problems_of(module, tool, items)
+        if not found:
+            return []
+        items = [item for item in items if item["index"] in found]
+        if attempt + 1 < VERIFY_READS:
+            time.sleep(1)
+    return [msg for index in sorted(found) for msg in found[index]]
 
 
 def main() -> None:
