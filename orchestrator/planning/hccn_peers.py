@@ -24,45 +24,26 @@ class HccnPeer:
     address: str
 
 
-def _nics(plan: SitePlan, server: str) -> dict[int, HccnDevice]:
-    return {d.index: d for d in plan.host(server).hccn}
+@dataclass(frozen=True)
+class HccnView:
+    """One host's share: the peer NICs its gate pings and the rank tables of its multi-node replicas."""
+
+    peers: tuple[HccnPeer, ...]
+    rank_tables: dict[str, dict[str, Any]]
 
 
-def _multi_node(plan: SitePlan) -> list[ReplicaPlan]:
-    """Replicas over several servers whose NPUs all have planned NIC addresses (RoCE chips)."""
-    return [
-        rep
-        for rep in plan.replicas
-        if len(rep.members) > 1 and all(_nics(plan, m.server) for m in rep.members)
-    ]
+Nics = dict[str, dict[int, HccnDevice]]
 
 
-def hccn_peers(plan: SitePlan, server: str) -> tuple[HccnPeer, ...]:
-    """The NICs of the devices the other members of server's multi-node replicas use, once each, in
-    (server, index) order."""
-    seen: dict[tuple[str, int], HccnPeer] = {}
-    for rep in _multi_node(plan):
-        if all(m.server != server for m in rep.members):
-            continue
-        for m in rep.members:
-            if m.server == server:
-                continue
-            nics = _nics(plan, m.server)
-            for d in m.devices:
-                if d in nics:
-                    seen.setdefault((m.server, d), HccnPeer(m.server, d, nics[d].address))
-    return tuple(seen[k] for k in sorted(seen))
-
-
-def rank_table(plan: SitePlan, rep: ReplicaPlan) -> dict[str, Any]:
+def rank_table(rep: ReplicaPlan, nics: Nics) -> dict[str, Any]:
     """The HCCL rank table of a multi-node replica (members in node-rank order)."""
     servers: list[dict[str, Any]] = []
     rank = 0
     for m in sorted(rep.members, key=lambda m: m.node_rank):
-        nics = _nics(plan, m.server)
         devices = []
         for d in m.devices:
-            devices.append({"device_id": str(d), "device_ip": nics[d].address, "rank_id": str(rank)})
+            address = nics[m.server][d].address
+            devices.append({"device_id": str(d), "device_ip": address, "rank_id": str(rank)})
             rank += 1
         servers.append({"server_id": m.address, "device": devices})
     return {
@@ -73,10 +54,29 @@ def rank_table(plan: SitePlan, rep: ReplicaPlan) -> dict[str, Any]:
     }
 
 
-def rank_tables(plan: SitePlan, server: str) -> dict[str, dict[str, Any]]:
-    """Replica name -> rank table, for the multi-node replicas server is a member of."""
+def hccn_views(plan: SitePlan) -> dict[str, HccnView]:
+    """Every host's view, in one pass over the replicas (linear in the site size). Only replicas over
+    several servers whose NPUs all have planned NIC addresses (RoCE chips) count; a peer NIC is one the
+    other member uses for the replica, listed once, in (server, index) order."""
+    nics: Nics = {h.name: {d.index: d for d in h.hccn} for h in plan.hosts}
+    peers: dict[str, dict[tuple[str, int], HccnPeer]] = {}
+    tables: dict[str, dict[str, dict[str, Any]]] = {}
+    for rep in plan.replicas:
+        if len(rep.members) < 2 or not all(nics.get(m.server) for m in rep.members):
+            continue
+        table = rank_table(rep, nics)
+        for m in rep.members:
+            tables.setdefault(m.server, {})[rep.name] = table
+            mine = peers.setdefault(m.server, {})
+            for other in rep.members:
+                if other.server == m.server:
+                    continue
+                for d in other.devices:
+                    peer = HccnPeer(other.server, d, nics[other.server][d].address)
+                    mine.setdefault((other.server, d), peer)
     return {
-        rep.name: rank_table(plan, rep)
-        for rep in _multi_node(plan)
-        if any(m.server == server for m in rep.members)
+        h.name: HccnView(
+            tuple(v for _, v in sorted(peers.get(h.name, {}).items())), tables.get(h.name, {})
+        )
+        for h in plan.hosts
     }

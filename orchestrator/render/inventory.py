@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from orchestrator.planning.hccn_peers import hccn_peers, rank_tables
+from orchestrator.planning.hccn_peers import HccnView, hccn_views
 from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SitePlan
 from orchestrator.planning.roles import SITE_ROLES, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
@@ -187,16 +187,14 @@ def _npu_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     }
 
 
-def _hccn_network_vars(plan: SitePlan, host: HostPlan) -> dict[str, Any]:
-    """What the hccn_network role checks and writes on a host beyond its own NIC addresses: the peer NICs
-    its gate pings and the HCCL rank tables of its multi-node replicas (planning.hccn_peers)."""
+def _hccn_network_vars(view: HccnView) -> dict[str, Any]:
+    """What the hccn_network role checks and writes on an NPU host beyond its own NIC addresses: the peer
+    NICs its gate pings and the HCCL rank tables of its multi-node replicas (planning.hccn_peers)."""
     return {
         "hccn_network_peers": [
-            {"server": p.server, "index": p.index, "address": p.address} for p in hccn_peers(plan, host.name)
+            {"server": p.server, "index": p.index, "address": p.address} for p in view.peers
         ],
-        "hccn_network_rank_tables": [
-            {"replica": name, "table": table} for name, table in rank_tables(plan, host.name).items()
-        ],
+        "hccn_network_rank_tables": [{"replica": n, "table": t} for n, t in view.rank_tables.items()],
     }
 
 
@@ -272,7 +270,6 @@ def _host_vars(
                 ],
             }
         )
-        out.update(_hccn_network_vars(plan, host))
         ov = srv.overrides
         if ov.cpu_governor:
             out["host_tuning_cpu_governor"] = ov.cpu_governor
@@ -299,8 +296,11 @@ def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
     for rep in plan.replicas:
         for m in rep.members:
             members.setdefault(m.server, []).append((rep, m))
+    hccn = hccn_views(plan)
     for host in plan.hosts:
         files[f"host_vars/{host.name}.yml"] = _host_vars(
             spec, plan, host, servers[host.name], members.get(host.name, [])
         )
+        if host.chip is not None:
+            files[f"host_vars/{host.name}.yml"].update(_hccn_network_vars(hccn[host.name]))
     return files
