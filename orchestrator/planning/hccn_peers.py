@@ -75,8 +75,6 @@ def hccn_views(plan: SitePlan) -> dict[str, HccnView]:
                     peer = HccnPeer(other.server, d, nics[other.server][d].address)
                     mine.setdefault((other.server, d), peer)
     return {
-        h.name: HccnView(
-            tuple(v for _, v in sorted(peers.get(h.name, {}).items())), tables.get(h.name, {})
-        )
+        h.name: HccnView(tuple(v for _, v in sorted(peers.get(h.name, {}).items())), tables.get(h.name, {}))
         for h in plan.hosts
     }
