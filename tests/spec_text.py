@@ -22,6 +22,16 @@ model:
   weights_path: /data/models/DeepSeek-R1-Distill-Qwen-32B
 """
 
+# serving for two single-server A2 replicas (a2-01, a2-02): the tail of most two-server test specs
+TWO_A2_REPLICAS = """\
+serving:
+  parallelism: {tp: 8}
+  max_num_seqs: 32
+  replicas:
+    - {name: r1, servers: [a2-01]}
+    - {name: r2, servers: [a2-02]}
+"""
+
 
 def _sections(text: str, names: tuple[str, ...]) -> str:
     """The top-level sections `names` of a YAML text, verbatim."""

@@ -141,8 +141,9 @@ def servers_needed(
     gpu_memory_utilization: float,
     max_model_len: int,
     hccl_buffsize_mb: int,
+    *,
+    mtp: bool,
     limit: int = 64,
-    mtp: bool = False,
 ) -> int | None:
     """Fewest servers of this profile on which the model fits with one max-length sequence.
 
@@ -150,13 +151,10 @@ def servers_needed(
     dense models shard over every device (TP x PP).
     """
     for n in range(1, limit + 1):
-        devices = n * devices_per_server
         if arch.moe:
-            tp = devices_per_server
-            layout = Layout(tp=tp, pp=1, dp=devices // tp, ep=True, mtp=mtp)
+            layout = Layout(tp=devices_per_server, pp=1, dp=n, ep=True, mtp=mtp)
         else:
-            tp = devices_per_server
-            layout = Layout(tp=tp, pp=n, dp=1, ep=False, mtp=mtp)
+            layout = Layout(tp=devices_per_server, pp=n, dp=1, ep=False, mtp=mtp)
         cap = plan_capacity(
             arch,
             quantization,
@@ -174,9 +172,8 @@ def servers_needed(
 
 
 def max_len_that_fits(capacity: Capacity, max_model_len: int) -> int:
-    """Largest max_model_len (multiple of 1024) whose single sequence fits next to the weights."""
-    if capacity.kv_gib_per_seq <= 0 or capacity.kv_budget_gib <= 0:
-        return 0
+    """Largest max_model_len (multiple of 1024) whose single sequence fits next to the weights; for a replica
+    whose weights fit (kv_budget_gib >= 0), so a sequence needs some KV cache (kv_gib_per_seq > 0)."""
     per_token = capacity.kv_gib_per_seq / max_model_len
     tokens = int(capacity.kv_budget_gib / per_token)
     return (tokens // 1024) * 1024

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import get_args
 
 from orchestrator.catalog import ChipFacts
 from orchestrator.spec.serving import Hccl, Serving
@@ -79,37 +78,11 @@ PLAN_FIELDS: Mapping[str, str] = MappingProxyType(
 )
 """`vllm serve` destinations (argparse ``dest``) the plan decides, and the spec field to change instead.
 
-Every option the plan renders must be here (:func:`rendered_options`, checked by the tests), plus options
-the plan does not render but that contradict what it renders. extra_args may not set any of them, in any
+Every option the plan renders must be here (tests/unit/test_extra_args.py builds the set of rendered options
+from the argument builders below, every switch on, and checks it), plus options the plan does not render
+but that contradict what it renders. extra_args may not set any of them, in any
 spelling (``--max_model_len``, ``-tp``, ``--no-enable-expert-parallel``): the validator maps each extra
 argument to its dest with the pinned release's flag table."""
-
-
-def rendered_options() -> frozenset[str]:
-    """Every option string the plan can put on a `vllm serve` line: the argument builders below with every
-    switch on, so the set follows the code instead of a list kept beside it."""
-    kv_values = [v for v in get_args(Serving.model_fields["kv_cache_dtype"].annotation) if v != "auto"]
-    serving = Serving.model_construct(
-        max_num_batched_tokens=8192,
-        enforce_eager=True,
-        **({"kv_cache_dtype": kv_values[0]} if kv_values else {}),
-    )
-    args = engine_args(
-        weights_path="/models/m",
-        serving=serving,
-        tp=2,
-        pp=2,
-        dp=2,
-        ep=True,
-        quantization="w8a8",
-        dtype="bfloat16",
-        trust_remote_code=True,
-        backend="ray",
-    )
-    args += api_args("127.0.0.1", 8000, "m")
-    args += dp_args(local=1, start_rank=1, head_address="127.0.0.1", rpc_port=13389, headless=False)
-    args += dp_args(local=1, start_rank=1, head_address="127.0.0.1", rpc_port=13389, headless=True)
-    return frozenset(a for a in args if a.startswith("-"))
 
 
 def engine_args(

@@ -36,8 +36,8 @@ def _suggest_layouts(total: int, tp: int, pp: int) -> str:
         options.append(f"dp: {total // (tp * pp)} (tp {tp} x pp {pp} x dp {total // (tp * pp)} = {total})")
     if total % pp == 0 and pp > 1:
         options.append(f"tp: {total // pp} with dp: 1")
-    options.append("or list the devices this replica uses in 'devices'")
-    return "set " + ", ".join(options)
+    devices = "list the devices this replica uses in 'devices'"
+    return f"set {', '.join(options)}, or {devices}" if options else devices
 
 
 def _check_layout(

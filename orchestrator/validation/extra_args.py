@@ -21,7 +21,7 @@ from orchestrator.catalog import (
 )
 from orchestrator.catalog.flags import removed_notes, suggest_flag
 from orchestrator.catalog.vllm_argv import ArgUse, allowed_values, read_args
-from orchestrator.planning.serve_args import PLAN_FIELDS, rendered_options
+from orchestrator.planning.serve_args import PLAN_FIELDS
 from orchestrator.spec.common import SECRET_NAME
 from orchestrator.spec.findings import Finding, SpecPath, error, warning
 from orchestrator.spec.site import SiteSpec
@@ -37,14 +37,9 @@ def pinned_vllm(spec: SiteSpec) -> str:
 
 
 def plan_dests(table: FlagTable) -> dict[str, str]:
-    """dest -> spec field, for every option the plan renders (mapped through ``table``) and every option
-    of :data:`PLAN_FIELDS` that the release has."""
-    out = {dest: field for dest, field in PLAN_FIELDS.items() if table.by_dest(dest) is not None}
-    for option in rendered_options():
-        spec = table.get(option)
-        if spec is not None:
-            out.setdefault(spec.dest, PLAN_FIELDS.get(spec.dest, "the replica layout"))
-    return out
+    """dest -> spec field, for every option of :data:`PLAN_FIELDS` that the release has (every option the
+    plan renders is one of them: tests/unit/test_extra_args.py)."""
+    return {dest: field for dest, field in PLAN_FIELDS.items() if table.by_dest(dest) is not None}
 
 
 def check(spec: SiteSpec) -> Iterator[Finding]:
@@ -108,9 +103,8 @@ def _unknown(spec: SiteSpec, table: FlagTable, use: ArgUse, path: SpecPath) -> I
     if spec.serving.allow_unknown_args:
         yield warning(path, message + " (allowed by serving.allow_unknown_args)", hint or None, CODE)
     else:
-        yield error(
-            path, message, f"{hint}or set serving.allow_unknown_args: true if your vLLM build has it", CODE
-        )
+        allow = "set serving.allow_unknown_args: true if your vLLM build has it"
+        yield error(path, message, f"{hint}or {allow}" if hint else allow, CODE)
 
 
 def _known(

@@ -46,7 +46,7 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
         )
     arch = model.architecture
     if arch is not None:
-        if arch.kv_heads > arch.heads or arch.heads % arch.kv_heads:
+        if arch.heads % arch.kv_heads:  # also when kv_heads > heads: the remainder is heads
             yield error(
                 ("model", "architecture", "kv_heads"),
                 f"kv_heads {arch.kv_heads} must divide heads {arch.heads}",

@@ -90,10 +90,10 @@ def test_servers_needed_for_r1_w8a8_on_a2_is_two_and_bf16_is_four() -> None:
     w8a8 = get_model("DeepSeek-R1-W8A8")
     r1 = get_model("DeepSeek-R1")
     a2, a3 = reported()[("910b", 64)], reported()[("910_93", 64)]
-    assert cap.servers_needed(w8a8, "w8a8", 2, 8, a2, 0.92, 16384, 200) == 2
-    assert cap.servers_needed(r1, "none", 2, 8, a2, 0.92, 16384, 200) == 4
+    assert cap.servers_needed(w8a8, "w8a8", 2, 8, a2, 0.92, 16384, 200, mtp=False) == 2
+    assert cap.servers_needed(r1, "none", 2, 8, a2, 0.92, 16384, 200, mtp=False) == 4
     assert cap.servers_needed(w8a8, "w8a8", 2, 16, a3, 0.92, 16384, 200, mtp=True) == 1
-    assert cap.servers_needed(r1, "none", 2, 16, a3, 0.92, 16384, 200) == 2
+    assert cap.servers_needed(r1, "none", 2, 16, a3, 0.92, 16384, 200, mtp=False) == 2
 
 
 def test_r1_w8a8_on_one_a2_is_rejected_with_what_would_fit(pair: dict) -> None:

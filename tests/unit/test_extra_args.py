@@ -7,14 +7,42 @@ the code under test.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 
 from orchestrator.catalog import flag_table, table_versions
-from orchestrator.planning.serve_args import PLAN_FIELDS, rendered_options
+from orchestrator.planning.serve_args import PLAN_FIELDS, api_args, dp_args, engine_args
 from orchestrator.spec.findings import Finding
+from orchestrator.spec.serving import Serving
 from tests.helpers import validate_data
+
+
+def rendered_options() -> frozenset[str]:
+    """Every option string the plan can put on a `vllm serve` line: the argument builders with every switch
+    on, so the set follows the code instead of a list kept beside it."""
+    kv_values = [v for v in get_args(Serving.model_fields["kv_cache_dtype"].annotation) if v != "auto"]
+    serving = Serving.model_construct(
+        max_num_batched_tokens=8192,
+        enforce_eager=True,
+        **({"kv_cache_dtype": kv_values[0]} if kv_values else {}),
+    )
+    args = engine_args(
+        weights_path="/models/m",
+        serving=serving,
+        tp=2,
+        pp=2,
+        dp=2,
+        ep=True,
+        quantization="w8a8",
+        dtype="bfloat16",
+        trust_remote_code=True,
+        backend="ray",
+    )
+    args += api_args("127.0.0.1", 8000, "m")
+    args += dp_args(local=1, start_rank=1, head_address="127.0.0.1", rpc_port=13389, headless=False)
+    args += dp_args(local=1, start_rank=1, head_address="127.0.0.1", rpc_port=13389, headless=True)
+    return frozenset(a for a in args if a.startswith("-"))
 
 
 def _findings(data: dict[str, Any], args: list[str], release: str | None = None) -> list[Finding]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.spec.findings import Position
+from tests.spec_text import TWO_A2_REPLICAS as SERVING
 from tests.spec_text import check, described, errors_at, printed
 
 OWN = "give every NPU NIC its own address"
@@ -28,14 +29,6 @@ servers:
   - name: a2-02
     address: 10.0.0.12
     profile: a2
-"""
-SERVING = """\
-serving:
-  parallelism: {tp: 8}
-  max_num_seqs: 32
-  replicas:
-    - {name: r1, servers: [a2-01]}
-    - {name: r2, servers: [a2-02]}
 """
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.helpers import validate_data
+from tests.spec_text import described
 
 
 def _messages(data: dict[str, Any]) -> list[str]:
@@ -82,5 +83,13 @@ def test_hccn_plan_on_300i_is_ignored_with_a_warning(duo: dict) -> None:
     duo["network"] = {"hccn": {"subnets": [{"cidr": "192.168.9.0/24"}]}}
     result = validate_data(duo)
     assert result.ok
-    assert any("no server has NPUs with RoCE NICs" in f.message for f in result.warnings)
+    assert [described(f) for f in result.warnings] == [
+        (
+            "network.hccn",
+            "no server has NPUs with RoCE NICs (300I cards have none); the HCCN plan is ignored",
+            "remove network.hccn",
+            "hccn",
+            [],
+        )
+    ]
     assert result.plan is not None and result.plan.host("duo-01").hccn == ()

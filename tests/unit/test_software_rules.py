@@ -85,10 +85,16 @@ def test_driver_newer_than_the_canns_range_is_an_error(pair: dict) -> None:
     # CANN 8.5.0 release notes: HDK 25.5.X, 25.3.X, 25.2.X, 25.0.X (vllm-ascend v0.13.0 builds on 8.5.0)
     pair["software"]["vllm_ascend"]["version"] = "v0.13.0"
     _hdk(pair, "26.0.rc1", "7.8.0.6.201")
-    errs = _errors(pair)
-    assert any(
-        "on CANN 8.5.0, which supports HDK drivers 25.0.x to 25.5.x; driver 26.0.rc1 is newer" in m
-        for m in errs
+    (err,) = validate_data(pair).errors
+    assert (err.path, err.code) == (("software", "driver", "version"), "compat")
+    assert err.message == (
+        "vllm-ascend v0.13.0 builds the Atlas 800T A2 image on CANN 8.5.0, which supports HDK drivers "
+        "25.0.x to 25.5.x; driver 26.0.rc1 is newer"
+    )
+    # newer: not 'upgrade ... to' but 'use ... of' a release in the range
+    assert err.fix == (
+        "use the driver and firmware of an HDK release in 25.0.x to 25.5.x (CANN 8.5.0 ships with 25.5.0), "
+        "or set software.allow_unsupported: true to accept the risk"
     )
 
 

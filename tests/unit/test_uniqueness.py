@@ -6,6 +6,7 @@ Every spec here is literal YAML; the expected lines, columns and messages are re
 from __future__ import annotations
 
 from orchestrator.spec.findings import Position
+from tests.spec_text import TWO_A2_REPLICAS as SERVING
 from tests.spec_text import check, described, errors_at, printed
 
 FIX_IF_IP = (
@@ -13,15 +14,6 @@ FIX_IF_IP = (
     "servers[{k}].overrides.hccl_if_ip to an address of '{name}', or leave it out to use its "
     "management address"
 )
-
-SERVING = """\
-        serving:
-          parallelism: {tp: 8}
-          max_num_seqs: 32
-          replicas:
-            - {name: r1, servers: [a2-01]}
-            - {name: r2, servers: [a2-02]}
-"""
 
 
 def test_copy_pasted_hccl_if_ip_is_reported_at_the_second_with_the_first_position() -> None:

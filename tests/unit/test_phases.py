@@ -1,0 +1,62 @@
+"""What the host phase of `orchestrator phases` says it will do, for tuning written out by hand.
+
+The example sites' golden phases cover governor, sysctls, debugfs and THP; these cases add the parts no
+example sets: hugepages, pinned IRQs with irqbalance, and host RDMA module options (named in sorted order)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from orchestrator.planning.phases import plan_phases
+from tests.helpers import load_example, validate_data
+
+
+def _host_summary(tuning: dict[str, Any]) -> str:
+    data = load_example("a2-single-distill")  # Ubuntu 22.04: kernel 5.15, so a sysctl stays a sysctl
+    # governor and THP have defaults (performance, always): left to the OS here, so each case names all it
+    # sets
+    data["tuning"] = {"cpu_governor": None, "transparent_hugepages": None, **tuning}
+    result = validate_data(data)
+    assert result.spec is not None and result.plan is not None, [f.message for f in result.errors]
+    (host,) = [p for p in plan_phases(result.spec, result.plan) if p.name == "host"]
+    return host.summary
+
+
+@pytest.mark.parametrize(
+    ("tuning", "summary"),
+    [
+        pytest.param(
+            {"sysctls": {}},
+            "0 sysctls",
+            id="nothing-but-the-sysctl-count",
+        ),
+        pytest.param(
+            {"sysctls": {}, "cpu_governor": "powersave", "transparent_hugepages": "never"},
+            "governor powersave, 0 sysctls, THP never",
+            id="governor-and-thp",
+        ),
+        pytest.param(
+            {
+                "sysctls": {"vm.swappiness": 0},
+                "hugepages": {"size_kb": 2048, "count": 1024},
+                "rdma_modules": {"mlx5_core": {"prof_sel": 2}, "ib_core": {}},
+            },
+            "1 sysctls, 1024 hugepages, modprobe options for ib_core, mlx5_core",
+            id="hugepages-and-rdma-modules",
+        ),
+        pytest.param(
+            {"sysctls": {}, "irq_affinity": "npu-numa"},
+            "0 sysctls, IRQs pinned npu-numa, irqbalance disabled",
+            id="pinned-irqs-stop-irqbalance",
+        ),
+        pytest.param(
+            {"sysctls": {}, "irqbalance": "enabled"},
+            "0 sysctls, irqbalance enabled",
+            id="irqbalance-explicit",
+        ),
+    ],
+)
+def test_host_phase_summary(tuning: dict[str, Any], summary: str) -> None:
+    assert _host_summary(tuning) == summary
