@@ -16,6 +16,7 @@ from typing import Any
 
 from orchestrator.catalog import get_chip
 from orchestrator.planning import preflight
+from orchestrator.planning.hccn_peers import HccnView, hccn_views
 from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SitePlan
 from orchestrator.planning.roles import SITE_ROLES, container_hosts, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
@@ -266,6 +267,17 @@ def _npu_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     }
 
 
+def _hccn_network_vars(view: HccnView) -> dict[str, Any]:
+    """What the hccn_network role checks and writes on an NPU host beyond its own NIC addresses: the peer
+    NICs its gate pings and the HCCL rank tables of its multi-node replicas (planning.hccn_peers)."""
+    return {
+        "hccn_network_peers": [
+            {"server": p.server, "index": p.index, "address": p.address} for p in view.peers
+        ],
+        "hccn_network_rank_tables": [{"replica": n, "table": t} for n, t in view.rank_tables.items()],
+    }
+
+
 def _ray(rep: ReplicaPlan, m: MemberPlan) -> dict[str, Any]:
     """What a Ray member runs besides (head) or instead of (worker) `vllm serve` (docs/ray.md)."""
     return {
@@ -365,8 +377,11 @@ def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
     for rep in plan.replicas:
         for m in rep.members:
             members.setdefault(m.server, []).append((rep, m))
+    hccn = hccn_views(plan)
     for host in plan.hosts:
         files[f"host_vars/{host.name}.yml"] = _host_vars(
             spec, plan, host, servers[host.name], members.get(host.name, [])
         )
+        if host.chip is not None:
+            files[f"host_vars/{host.name}.yml"].update(_hccn_network_vars(hccn[host.name]))
     return files

@@ -4,19 +4,26 @@
   hccn_tool -i N -ip -s address A netmask M | -ip -g
   hccn_tool -i N -netdetect -s address A | -netdetect -g
   hccn_tool -i N -gateway -s gateway G | -gateway -g
-  hccn_tool -i N -link -g | -net_health -g | -lldp -g
   hccn_tool -i N -tls -s enable 0|1 | -tls -g
+  hccn_tool -i N -mtu -s size S | -mtu -g
+  hccn_tool -i N -link -g | -net_health -g | -lldp -g
   hccn_tool -i N -ping -g address X [pkt N]
+  hccn_tool -i N -cfg recovery | -a -cfg recovery
 
-State: /etc/hccn.conf (address_N, netmask_N, netdetect_N, gateway_N, send_arp_status_N, tls_enable_N,
-grouped per device as in sample 5i) and the cluster's shared fabric/<server>.json mirror
-(simboot.sync_fabric), refreshed by every call. NIC N is up unless faults.json link_down lists N.
+State (hccn_state.py): every -s changes the LIVE NIC and records the setting in /etc/hccn.conf (address_N,
+netmask_N, netdetect_N, gateway_N, send_arp_status_N, tls_enable_N, grouped per device as in sample 5i);
+every -g reads the live NIC, so a hand edit of the file shows nowhere until the driver applies the file again
+(at boot, or `-cfg recovery`). The MTU is live only (no hccn.conf key is known for it): a reboot resets it.
+The live addresses are mirrored into the cluster's shared fabric/<server>.json (simboot.sync_fabric) for the
+other servers' pings. NIC N is up unless faults.json link_down lists N.
 Ping succeeds when this NIC is up and has an address, and X is the address of an up NIC of any server of
 the fabric (this one included) that is in this NIC's subnet or reachable through its gateway; otherwise
 every packet times out. Either way the command ran, so it exits 0 (callers read the "packet loss" line).
 Set commands other than -tls print nothing (no sample shows their output); -tls -s prints "Cmd executed
 successfully!" (sample 5f). Error texts for an unset IP / gateway are the tool's own (5a, 5h); the others
-(bad arguments, unset netdetect, no LLDP neighbour, no driver) are plausible stand-ins, rc 255.
+(bad arguments, unset netdetect, no LLDP neighbour, no driver) are plausible stand-ins, rc 255. `-mtu -g`
+prints "mtu:S" (no capture; guides match it with `mtu:[[:space:]]*[0-9]+`), `-mtu -s size S` is the form
+those guides use; `-cfg recovery` prints nothing (no capture).
 """
 
 from __future__ import annotations
@@ -30,45 +37,22 @@ from typing import TYPE_CHECKING
 _HERE, _ROOT = os.path.dirname(os.path.realpath(__file__)), os.environ.get("ASCEND_SIM_ROOT") or "/"
 sys.path[:0] = [_HERE, f"{_ROOT}/usr/local/Ascend/driver/tools/ascend-sim", "/opt/ascend-sim/fakes"]
 if TYPE_CHECKING:
-    from ascend_fakes import simboot, simstate
+    from ascend_fakes import hccn_state, simboot, simstate
 else:
+    import hccn_state
     import simboot
     import simstate
 
-KEYS = ("address", "netmask", "netdetect", "gateway", "send_arp_status", "tls_enable")  # sample 5i order
 RC_ERR = 255
 USAGE = (
-    "Usage: hccn_tool -i <device_id> <-ip|-netdetect|-gateway|-link|-net_health|-lldp|-tls|-ping>"
-    " <-s|-g> [...]"
+    "Usage: hccn_tool -i <device_id> <-ip|-netdetect|-gateway|-link|-net_health|-lldp|-tls|-mtu|-ping>"
+    " <-s|-g> [...] | -i <device_id>|-a -cfg recovery"
 )
+MTU_RANGE = (1280, 9000)
 
 
 class Fail(Exception):
     pass
-
-
-def read_conf() -> tuple[dict[int, dict[str, str]], list[str]]:
-    per_dev: dict[int, dict[str, str]] = {}
-    other: list[str] = []
-    for line in simstate.read_text(simstate.HCCN_CONF).splitlines():
-        key, sep, value = line.partition("=")
-        name, _, dev = key.strip().rpartition("_")
-        if sep and name in KEYS and dev.isdigit():
-            per_dev.setdefault(int(dev), {})[name] = value.strip()
-        elif line.strip():
-            other.append(line)
-    return per_dev, other
-
-
-def write_conf(per_dev: dict[int, dict[str, str]], other: list[str]) -> None:
-    lines = [f"{k}_{dev}={per_dev[dev][k]}" for dev in sorted(per_dev) for k in KEYS if k in per_dev[dev]]
-    simstate.write_text(simstate.HCCN_CONF, "".join(f"{line}\n" for line in [*lines, *other]), 0o640)
-
-
-def set_conf(dev: int, **values: str) -> None:
-    per_dev, other = read_conf()
-    per_dev.setdefault(dev, {}).update(values)
-    write_conf(per_dev, other)
 
 
 def _ip(text: str, what: str) -> str:
@@ -156,7 +140,81 @@ def tls_info(dev: int, enabled: str) -> list[str]:
     return out
 
 
+def _mask(text: str) -> str:
+    mask = _ip(text, "netmask")
+    try:
+        ipaddress.IPv4Network(f"0.0.0.0/{mask}")
+    except ValueError:
+        raise Fail(f"Invalid netmask: {text}") from None
+    return mask
+
+
+def _set(hw: simstate.Hardware, dev: int, cmd: str, args: dict[str, str]) -> list[str]:
+    """-s: the live NIC takes the setting, /etc/hccn.conf records it (hccn_state.set_live)."""
+    if cmd == "-ip" and set(args) == {"address", "netmask"}:
+        values = {"address": _ip(args["address"], "address"), "netmask": _mask(args["netmask"])}
+    elif cmd == "-netdetect" and set(args) == {"address"}:
+        values = {"netdetect": _ip(args["address"], "address")}
+    elif cmd == "-gateway" and set(args) == {"gateway"}:
+        values = {"gateway": _ip(args["gateway"], "gateway"), "send_arp_status": "1"}
+    elif cmd == "-tls" and set(args) == {"enable"} and args["enable"] in ("0", "1"):
+        values = {"tls_enable": args["enable"]}
+    elif cmd == "-mtu" and set(args) == {"size"}:
+        size = args["size"]
+        if not size.isdigit() or not MTU_RANGE[0] <= int(size) <= MTU_RANGE[1]:
+            raise Fail(f"Invalid mtu size: {size}, the valid range is [{MTU_RANGE[0]}, {MTU_RANGE[1]}].")
+        values = {"mtu": str(int(size))}
+    else:
+        raise Fail(USAGE)
+    hccn_state.set_live(hw, dev, values)
+    simboot.sync_fabric(hw)
+    return ["Cmd executed successfully!"] if cmd == "-tls" else []
+
+
+def _get(hw: simstate.Hardware, dev: int, cmd: str, args: dict[str, str]) -> list[str]:
+    """-g: the live NIC (never /etc/hccn.conf)."""
+    live = hccn_state.get(hw, dev)
+    if cmd == "-ip" and not args:
+        if not live.get("address"):
+            raise Fail("Get ipconf failed, because no ip was preset there!")  # sample 5a
+        return [f"ipaddr:{live['address']}", f"netmask:{live.get('netmask', '')}"]
+    if cmd == "-netdetect" and not args:
+        if not live.get("netdetect"):
+            raise Fail("Get netdetect address failed, because no netdetect address was preset there!")
+        return [f"netdetect address: {live['netdetect']}"]  # sample 5g
+    if cmd == "-gateway" and not args:
+        if not live.get("gateway"):
+            raise Fail("Get gateway failed, because no gateway was preset there!")  # sample 5h
+        return [f"default gateway:{live['gateway']}, Iface:eth{dev}"]  # sample 5h
+    if cmd == "-link" and not args:
+        return [f"link status: {'UP' if simstate.link_up(dev) else 'DOWN'}"]  # sample 5b
+    if cmd == "-net_health" and not args:
+        up = simstate.link_up(dev)
+        status = "Fault" if not up else "Success" if live.get("address") and live.get("netdetect") else "Init"
+        return [f"net health status: {status}"]  # sample 5c
+    if cmd == "-lldp" and not args:
+        if not simstate.link_up(dev):
+            raise Fail("Get lldp info failed, no lldp neighbor was found!")
+        return lldp(hw, dev)
+    if cmd == "-tls" and not args:
+        return tls_info(dev, live.get("tls_enable", hccn_state.FACTORY["tls_enable"]))
+    if cmd == "-mtu" and not args:
+        return [f"mtu:{live.get('mtu', hccn_state.FACTORY['mtu'])}"]
+    if cmd == "-ping" and set(args) <= {"address", "pkt"} and "address" in args:
+        count = args.get("pkt", "3")
+        if not count.isdigit() or not 1 <= int(count) <= 1000:
+            raise Fail(f"Invalid pkt: {count}")
+        return ping(hw, dev, live, _ip(args["address"], "address"), int(count))
+    raise Fail(USAGE)
+
+
 def run(hw: simstate.Hardware, argv: list[str]) -> list[str]:
+    if hw.family == "310p" and argv[:1] in (["-i"], ["-a"]):
+        raise Fail("This device does not support this command.")
+    if argv == ["-a", "-cfg", "recovery"]:
+        hccn_state.recover(hw, None)
+        simboot.sync_fabric(hw)
+        return []
     if len(argv) < 4 or argv[0] != "-i" or not argv[1].isdigit():
         raise Fail(USAGE)
     dev, cmd, mode, rest = int(argv[1]), argv[2], argv[3], argv[4:]
@@ -164,56 +222,17 @@ def run(hw: simstate.Hardware, argv: list[str]) -> list[str]:
         raise Fail(f"Invalid device id {dev}, the valid range is [0, {hw.total - 1}].")
     if hw.family == "310p":
         raise Fail("This device does not support this command.")
-    if mode not in ("-s", "-g"):
-        raise Fail(USAGE)
-    conf = read_conf()[0].get(dev, {})
-    args = _pairs(rest)
-    if mode == "-s":
-        if cmd == "-ip" and set(args) == {"address", "netmask"}:
-            set_conf(dev, address=_ip(args["address"], "address"), netmask=_ip(args["netmask"], "netmask"))
-        elif cmd == "-netdetect" and set(args) == {"address"}:
-            set_conf(dev, netdetect=_ip(args["address"], "address"))
-        elif cmd == "-gateway" and set(args) == {"gateway"}:
-            set_conf(dev, gateway=_ip(args["gateway"], "gateway"), send_arp_status="1")
-        elif cmd == "-tls" and set(args) == {"enable"} and args["enable"] in ("0", "1"):
-            set_conf(dev, tls_enable=args["enable"])
-            simboot.sync_fabric(hw)
-            return ["Cmd executed successfully!"]
-        else:
-            raise Fail(USAGE)
+    if cmd == "-cfg" and mode == "recovery" and not rest:
+        hccn_state.recover(hw, dev)
         simboot.sync_fabric(hw)
         return []
-    simboot.sync_fabric(hw)
-    if cmd == "-ip" and not args:
-        if not conf.get("address"):
-            raise Fail("Get ipconf failed, because no ip was preset there!")  # sample 5a
-        return [f"ipaddr:{conf['address']}", f"netmask:{conf.get('netmask', '')}"]
-    if cmd == "-netdetect" and not args:
-        if not conf.get("netdetect"):
-            raise Fail("Get netdetect address failed, because no netdetect address was preset there!")
-        return [f"netdetect address: {conf['netdetect']}"]  # sample 5g
-    if cmd == "-gateway" and not args:
-        if not conf.get("gateway"):
-            raise Fail("Get gateway failed, because no gateway was preset there!")  # sample 5h
-        return [f"default gateway:{conf['gateway']}, Iface:eth{dev}"]  # sample 5h
-    if cmd == "-link" and not args:
-        return [f"link status: {'UP' if simstate.link_up(dev) else 'DOWN'}"]  # sample 5b
-    if cmd == "-net_health" and not args:
-        up = simstate.link_up(dev)
-        status = "Fault" if not up else "Success" if conf.get("address") and conf.get("netdetect") else "Init"
-        return [f"net health status: {status}"]  # sample 5c
-    if cmd == "-lldp" and not args:
-        if not simstate.link_up(dev):
-            raise Fail("Get lldp info failed, no lldp neighbor was found!")
-        return lldp(hw, dev)
-    if cmd == "-tls" and not args:
-        return tls_info(dev, conf.get("tls_enable", "0"))
-    if cmd == "-ping" and set(args) <= {"address", "pkt"} and "address" in args:
-        count = args.get("pkt", "3")
-        if not count.isdigit() or not 1 <= int(count) <= 1000:
-            raise Fail(f"Invalid pkt: {count}")
-        return ping(hw, dev, conf, _ip(args["address"], "address"), int(count))
-    raise Fail(USAGE)
+    if mode not in ("-s", "-g"):
+        raise Fail(USAGE)
+    args = _pairs(rest)
+    if mode == "-s":
+        return _set(hw, dev, cmd, args)
+    simboot.sync_fabric(hw)  # link faults written straight into faults.json show in the mirror too
+    return _get(hw, dev, cmd, args)
 
 
 def main(argv: list[str]) -> int:

@@ -10,8 +10,9 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ascend_fakes import simstate
+    from ascend_fakes import hccn_state, simstate
 else:
+    import hccn_state
     import simstate
 
 # ------------------------------------------------------------------------------------ devices, pending
@@ -84,12 +85,14 @@ def apply_pending(kinds: tuple[str, ...] = ("driver", "firmware")) -> list[str]:
 
 
 def on_boot() -> None:
-    """At every (simulated) boot: an installed driver's device nodes exist, the fabric mirror is fresh."""
+    """At every (simulated) boot: an installed driver's device nodes exist, the driver has applied
+    /etc/hccn.conf to the NPU NICs (hccn_state.boot), the fabric mirror is fresh."""
     hw = simstate.load_hardware()
     if hw is None:
         return
     if simstate.driver_version():
         ensure_device_nodes(hw.total)
+    hccn_state.boot(hw)
     sync_fabric(hw)
 
 
@@ -101,20 +104,22 @@ def fabric_file(server: str) -> str:
 
 
 def sync_fabric(hw: simstate.Hardware) -> dict[str, Any]:
-    """Mirror this server's NPU NICs (hccn.conf addresses + link state from faults.json) into the fabric."""
-    conf = simstate.read_kv(simstate.HCCN_CONF)
+    """Mirror this server's NPU NICs (live addresses, hccn_state; link state from faults.json) into the
+    fabric. Written only when it changed: a read-only hccn_tool call leaves every file as it was."""
+    live = hccn_state.devices(hw) if simstate.driver_version() else {}
     entries = {
         str(d.logic_id): {
-            "address": conf.get(f"address_{d.logic_id}", ""),
-            "netmask": conf.get(f"netmask_{d.logic_id}", ""),
-            "gateway": conf.get(f"gateway_{d.logic_id}", ""),
+            "address": live.get(d.logic_id, {}).get("address", ""),
+            "netmask": live.get(d.logic_id, {}).get("netmask", ""),
+            "gateway": live.get(d.logic_id, {}).get("gateway", ""),
             "link": "UP" if simstate.link_up(d.logic_id) else "DOWN",
         }
         for d in hw.devices
     }
     path = fabric_file(hw.server)
     with simstate.locked(path):
-        simstate.write_json(path, entries)
+        if simstate.read_json(path) != entries:
+            simstate.write_json(path, entries)
     return entries
 
 
