@@ -8,8 +8,9 @@ DOCUMENTATION = r"""
 module: npu_irqs
 short_description: List the NPUs' interrupts and the CPUs of each NPU's NUMA node
 description:
-  - Reads C(/sys/bus/pci/devices/*) for Huawei (vendor C(0x19e5)) processing accelerators (class C(0x12xxxx)):
-    each NPU's MSI interrupts (C(msi_irqs/)) and the CPUs local to its PCI function (C(local_cpulist)).
+  - Reads C(/sys/bus/pci/devices/*) for Huawei (vendor C(0x19e5)) processing accelerators (class C(0x12xxxx))
+    and returns each NPU's MSI interrupts (C(msi_irqs/)) and the CPUs local to its PCI function
+    (C(local_cpulist)).
   - Read-only; the same result in check mode.
 options: {}
 attributes:
