@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from docker.errors import APIError, NotFound
-from docker.types import Ulimit
 
 from orchestrator.sim import images, spec_writer
 from orchestrator.sim.engine import SimError, client, ensure_engine
@@ -168,7 +167,6 @@ def _create_server(cli: Any, root: Path, state: ClusterState, server: SimServer)
         cap_add=["SYS_ADMIN", "NET_ADMIN"],
         security_opt=["seccomp=unconfined", "apparmor=unconfined"],
         devices=["/dev/fuse:/dev/fuse:rwm"],  # the emulated kernel interfaces (ascend_kernel)
-        ulimits=[Ulimit(name="nofile", soft=1048576, hard=1048576)],  # what /etc/init.d/docker sets
         volumes={
             "/sys/fs/cgroup": {"bind": "/sys/fs/cgroup", "mode": "rw"},
             volume: {"bind": "/var/lib/docker", "mode": "rw"},

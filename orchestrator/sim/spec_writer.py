@@ -230,6 +230,10 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
             "    subnets: [{cidr: 127.100.0.0/24}]",
         ]
     lines += [
+        "tuning:  # every host_tuning concern exercised: the emulated kernel of each server takes them",
+        "  irq_affinity: npu-numa  # NPU IRQs pinned to their NUMA node, irqbalance disabled",
+        "  rdma_modules:  # a host ConnectX NIC's driver (the fake module tree), loaded at boot",
+        "    mlx5_core: {debug_mask: 0, probe_vf: 0}",
         "model:",
         f"  name: {MODEL_NAME}",
         f"  # {MODEL_ARCH}'s shape (the checkpoint's config.json), scaled down to {MODEL_BYTES >> 20} MiB",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import errno
 import os
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from ascend_kernel.state import MOUNT, REAL_PROC
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MNT_DETACH = 2
+FUSE_SUPER_MAGIC = 0x65735546
 _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
 
 
@@ -32,16 +34,27 @@ def _mount(source: str, target: str, flags: int) -> None:
         raise OSError(err, f"mount --bind {source} {target}: {os.strerror(err)}")
 
 
-def _umount_all(target: str) -> int:
+def fs_type(path: str) -> int | None:
+    """statfs(2) f_type of the filesystem at path; FUSE_SUPER_MAGIC for a dead FUSE mount (ENOTCONN),
+    None when the path cannot be looked up."""
+    buf = ctypes.create_string_buffer(512)  # struct statfs; f_type (a long) comes first
+    if _libc.statfs(path.encode(), buf) != 0:
+        return FUSE_SUPER_MAGIC if ctypes.get_errno() == errno.ENOTCONN else None
+    return ctypes.c_long.from_buffer(buf).value & 0xFFFFFFFF
+
+
+def _umount_ours(target: str, ours: Callable[[str], bool]) -> int:
+    """Unmount target while what is mounted there is ours: never the container's own /proc or /sys."""
     n = 0
-    while _libc.umount2(target.encode(), MNT_DETACH) == 0 and n < 16:
+    while n < 16 and ours(target) and _libc.umount2(target.encode(), MNT_DETACH) == 0:
         n += 1
     return n
 
 
 def down() -> None:
-    for target in (*reversed(MOUNTS), MOUNT, REAL_PROC):
-        _umount_all(target)
+    for target in (*reversed(MOUNTS), MOUNT):
+        _umount_ours(target, lambda t: fs_type(t) == FUSE_SUPER_MAGIC)
+    _umount_ours(REAL_PROC, os.path.ismount)
 
 
 def fuse_ready(timeout_s: float = 15.0) -> bool:

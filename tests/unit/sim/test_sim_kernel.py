@@ -221,3 +221,30 @@ def test_hardware_json_sizes_the_cpu_tree(root: Path) -> None:
     assert k.read("/sys/devices/system/cpu/online") == "0-15\n"
     assert os.path.basename(next(iter(k.glob("/sys/devices/system/cpu/cpu1[0-5]")))) == "cpu10"
     k.close()
+
+
+class _RecordingLibc:
+    """The real statfs(2); umount2(2) recorded, never called."""
+
+    def __init__(self) -> None:
+        import ctypes
+
+        self.real = ctypes.CDLL(None, use_errno=True)
+        self.umounted: list[bytes] = []
+
+    def statfs(self, path: bytes, buf: object) -> int:
+        return int(self.real.statfs(path, buf))
+
+    def umount2(self, target: bytes, flags: int) -> int:
+        self.umounted.append(target)
+        return 0
+
+
+def test_taking_the_kernel_down_never_unmounts_the_real_proc_or_sys(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ascend_kernel import mounts
+
+    libc = _RecordingLibc()
+    monkeypatch.setattr(mounts, "_libc", libc)
+    assert mounts.fs_type("/proc") == 0x9FA0  # PROC_SUPER_MAGIC: the real procfs, not ours
+    mounts.down()  # nothing of the emulation is mounted here
+    assert libc.umounted == []
