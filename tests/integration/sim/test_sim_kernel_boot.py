@@ -35,7 +35,7 @@ def test_settings_are_the_servers_own(one: Sim) -> None:
     assert sh(one, "sysctl -n vm.swappiness") == "60"
     assert sh(one, "sysctl -w vm.swappiness=61 && cat /proc/sys/vm/swappiness").endswith("61")
     assert sh(one, f"echo never > {THP}/enabled && cat {THP}/enabled") == "always madvise [never]"
-    assert "Invalid argument" in sh(one, f"echo bogus > {THP}/enabled 2>&1 || true")
+    assert "Invalid argument" in sh(one, f"{{ echo bogus > {THP}/enabled; }} 2>&1 || true")
     assert "Read-only" in sh(one, "sysctl -w kernel.ostype=Hurd 2>&1 || true")
     assert controller() == before
 
