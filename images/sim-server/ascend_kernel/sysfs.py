@@ -25,7 +25,7 @@ from ascend_kernel import hw as hwmod
 from ascend_kernel import values
 from ascend_kernel.state import KernelError, State
 from ascend_kernel.sysctl import HUGE_DEFAULT
-from ascend_kernel.tree import Dir, File, Link, Node, StaticDir, ro, static
+from ascend_kernel.tree import Dir, File, Link, Node, ro, static
 
 THP = "/sys/kernel/mm/transparent_hugepage"
 THP_CHOICES = {
@@ -186,16 +186,16 @@ class Sysfs:
                 entries["online"] = ro("1")
             return static(entries)
 
-        def entries() -> dict[str, Node]:
-            out: dict[str, Node] = {
-                "online": ro(span), "possible": ro(span), "present": ro(span), "offline": ro(""),
-                "isolated": ro(""),
-                "cpufreq": StaticDir(lambda: {f"policy{c}": self._policy(c) for c in range(n)}),
-            }  # fmt: skip
-            out.update({f"cpu{c}": _Lazy(functools.partial(cpu, c)) for c in range(n)})
-            return out
-
-        return StaticDir(entries)
+        # Built once: every file reads the state when it is shown, so the structure never changes. A CPU's
+        # directory is built the first time it is entered (a glob over cpu*/cpufreq lists far more than it
+        # enters), then kept.
+        policies = {f"policy{c}": _Lazy(functools.partial(self._policy, c)) for c in range(n)}
+        out: dict[str, Node] = {
+            "online": ro(span), "possible": ro(span), "present": ro(span), "offline": ro(""),
+            "isolated": ro(""), "cpufreq": static(policies),
+        }  # fmt: skip
+        out.update({f"cpu{c}": _Lazy(functools.partial(cpu, c)) for c in range(n)})
+        return static(out)
 
     # ------------------------------------------------------------------------------------- debugfs
 
@@ -209,16 +209,22 @@ class Sysfs:
 
 
 class _Lazy(Dir):
-    """A directory built only when it is entered (192 CPU directories are listed far more than entered)."""
+    """A directory built when it is first entered, then kept."""
 
     def __init__(self, build: Callable[[], Dir]) -> None:
         self.build = build
+        self.built: Dir | None = None
+
+    def _dir(self) -> Dir:
+        if self.built is None:
+            self.built = self.build()
+        return self.built
 
     def child(self, name: str) -> Node | None:
-        return self.build().child(name)
+        return self._dir().child(name)
 
     def names(self) -> list[str]:
-        return self.build().names()
+        return self._dir().names()
 
 
 def _zero_one(text: str) -> str:
