@@ -1,10 +1,10 @@
 """Serve the emulated kernel tree over FUSE (python3-fusepy + libfuse2, in the server image).
 
-`python3 -m ascend_kernel.fusefs MOUNTPOINT` opens the real /sys/module (for its read-only view) before
-anything is mounted over it, mounts, and serves until unmounted or killed. Single-threaded on purpose: a
-request never waits for another, and the daemon never touches the paths it serves (it would deadlock).
-Every file is direct_io with no attribute/entry caching, so each read asks the model and each write(2) is
-one kernel write, answered with the kernel's errno.
+`python3 -m ascend_kernel.fusefs MOUNTPOINT` opens the real /sys/module and /sys/bus/pci/devices (for
+their read-only views) before anything is mounted over them, mounts, and serves until unmounted or
+killed. Single-threaded on purpose: a request never waits for another, and the daemon never touches the
+paths it serves (it would deadlock). Every file is direct_io with no attribute/entry caching, so each
+read asks the model and each write(2) is one kernel write, answered with the kernel's errno.
 """
 
 from __future__ import annotations
@@ -117,7 +117,8 @@ def main(argv: list[str]) -> int:
         print("usage: python3 -m ascend_kernel.fusefs MOUNTPOINT", file=sys.stderr)
         return 2
     sys_module = os.open("/sys/module", os.O_RDONLY | os.O_DIRECTORY)
-    kernel = Kernel(sys_module_fd=sys_module)
+    pci_devices = os.open("/sys/bus/pci/devices", os.O_RDONLY | os.O_DIRECTORY)
+    kernel = Kernel(sys_module_fd=sys_module, pci_devices_fd=pci_devices)
     os.makedirs(argv[0], exist_ok=True)
     fusepy.FUSE(
         KernelFS(kernel), argv[0], foreground=True, nothreads=True, allow_other=True,

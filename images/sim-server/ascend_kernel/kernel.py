@@ -29,7 +29,12 @@ MOUNTS = (
 
 
 class Kernel:
-    def __init__(self, hardware: hwmod.Hardware | None = None, sys_module_fd: int | None = None) -> None:
+    def __init__(
+        self,
+        hardware: hwmod.Hardware | None = None,
+        sys_module_fd: int | None = None,
+        pci_devices_fd: int | None = None,
+    ) -> None:
         self.state = State()
         self.hw = hardware or hwmod.load()
         self.caller_tid = os.getpid()
@@ -38,6 +43,7 @@ class Kernel:
         self.modules = modules.Modules(self.state)
         self.proc_fd = os.open(p(REAL_PROC), os.O_RDONLY | os.O_DIRECTORY)
         self.sys_module_fd = sys_module_fd
+        self.pci_devices_fd = pci_devices_fd
         self.root = self._build()
 
     def close(self) -> None:
@@ -62,9 +68,14 @@ class Kernel:
                               "debug": self.sysfs.debugfs()}),
             "devices": static({"system": static({"cpu": self.sysfs.cpu_dir()})}),
             "module": self._sys_module(),
-            "bus": static({"pci": static({"devices": self.irqs.pci_devices()})}),
+            "bus": static({"pci": static({"devices": self._pci_devices()})}),
         })  # fmt: skip
         return static({"proc": proc, "sys": sys_tree})
+
+    def _pci_devices(self) -> Dir:
+        """The NPUs' PCI functions laid over the controller's real devices (read-only links into /sys)."""
+        own = self.irqs.pci_devices()
+        return own if self.pci_devices_fd is None else RealDir(self.pci_devices_fd, ".", own)
 
     def _linked(self, path: str) -> File:
         node = self.resolve(path)
