@@ -11,8 +11,8 @@ from orchestrator.catalog._data import CatalogDataError, Confidence, Row, load, 
 
 ChipFamily = Literal["910b", "910_93", "310p"]
 CHIP_FAMILIES: tuple[ChipFamily, ...] = ("910b", "910_93", "310p")
-OS_DISTROS = ("ubuntu", "openeuler", "kylin")
-OS_VERSIONS = ("20.04", "22.04", "22.03", "24.03", "v10")
+OS_DISTROS = ("ubuntu", "openeuler", "kylin", "debian")
+OS_VERSIONS = ("20.04", "22.04", "22.03", "24.03", "v10", "12")
 HCCL_OP_EXPANSION_MODES = ("AIV", "AI_CPU", "HOST")
 _FILE = "chips.yaml"
 
@@ -38,6 +38,7 @@ class ChipFacts:
     image_suffix: str
     cann_image_chip: str
     supported_os: tuple[tuple[str, str], ...]
+    simulation_os: tuple[tuple[str, str], ...] = ()  # accepted only for simulated servers (os.simulation)
     usable_memory_gib: tuple[tuple[int, float], ...] = ()
     hccl_op_expansion_modes: tuple[str, ...] = ("HOST",)
     hccl_op_expansion_default: str = "HOST"
@@ -65,21 +66,24 @@ def _ints(row: Row, key: str) -> tuple[int, ...]:
     return tuple(values)
 
 
-def _os_pairs(row: Row) -> tuple[tuple[str, str], ...]:
+def _os_pairs(row: Row) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """(supported OS pairs, pairs accepted only for simulated servers: `simulation_only: true`)."""
     pairs: list[tuple[str, str]] = []
+    simulated: list[tuple[str, str]] = []
     for i, entry in enumerate(row.items("supported_os")):
         sub = Row(entry if isinstance(entry, dict) else {}, row.filename, f"{row.where} supported_os[{i}]")
         if not isinstance(entry, dict):
             raise sub.error(f"must be a mapping {{distro, version, confidence}}, got {entry!r}")
         pair = (sub.choice("distro", OS_DISTROS), sub.choice("version", OS_VERSIONS))
         sub.confidence()
+        sim_only = sub.flag("simulation_only") if "simulation_only" in entry else False
         sub.done()
-        if pair in pairs:
+        if pair in pairs or pair in simulated:
             raise sub.error(f"duplicate OS {pair[0]} {pair[1]}")
-        pairs.append(pair)
+        (simulated if sim_only else pairs).append(pair)
     if not pairs:
-        raise row.error("field 'supported_os' must not be empty")
-    return tuple(pairs)
+        raise row.error("field 'supported_os' must list at least one OS that is not simulation_only")
+    return tuple(pairs), tuple(simulated)
 
 
 def _usable(row: Row) -> tuple[tuple[int, float], ...]:
@@ -116,7 +120,8 @@ def _chip(row: Row) -> ChipFacts:
         driver_package_prefix=row.text("driver_package_prefix"),
         image_suffix=row.text("image_suffix", allow_empty=True),
         cann_image_chip=row.text("cann_image_chip"),
-        supported_os=_os_pairs(row),
+        supported_os=_os_pairs(row)[0],
+        simulation_os=_os_pairs(row)[1],
         usable_memory_gib=_usable(row),
         hccl_op_expansion_modes=row.texts("hccl_op_expansion_modes"),
         hccl_op_expansion_default=row.choice("hccl_op_expansion_default", HCCL_OP_EXPANSION_MODES),

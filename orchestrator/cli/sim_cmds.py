@@ -162,6 +162,15 @@ def _fault(name: str, server: str, fn: Callable[[Server], str]) -> None:
     console().print(msg, markup=False)
 
 
+@sim_app.command()
+def reboot(server: ServerArg, name: NameOpt = DEFAULT_NAME) -> None:
+    """Reboot a simulated server: services stop, kernel settings reset to their defaults, the boot re-applies
+    /etc/sysctl.d, /etc/modules-load.d + /etc/modprobe.d, /etc/tmpfiles.d and starts the enabled services."""
+    from orchestrator.sim import faults
+
+    _fault(name, server, faults.reboot)
+
+
 @fault_app.command("unreachable")
 def f_unreachable(
     server: ServerArg,

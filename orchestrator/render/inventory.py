@@ -235,33 +235,35 @@ def _replica_summary(rep: ReplicaPlan) -> dict[str, Any]:
     }
 
 
-def _tuning_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
-    """Host tuning as the role applies it on this site's kernel (planning.tuning)."""
+def _host_tuning_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
+    """Everything role host_tuning reads (roles/host_tuning/meta/argument_specs.yml): the spec's tuning as
+    applied on this site's kernel (planning.tuning: sysctls split into sysctl / debugfs / skipped)."""
+    t = spec.tuning
     tp = plan.tuning or tuning_plan(spec)
     return {
+        "host_tuning_cpu_governor": t.cpu_governor,
         "host_tuning_kernel": tp.kernel or None,
         "host_tuning_sysctls": dict(tp.sysctls),
         "host_tuning_debugfs": dict(tp.debugfs),
         "host_tuning_skipped": [{"name": s.name, "reason": s.reason} for s in tp.skipped],
         "host_tuning_irqbalance": tp.irqbalance,
         "host_tuning_irq_affinity": tp.irq_affinity,
+        "host_tuning_transparent_hugepages": t.transparent_hugepages,
+        "host_tuning_hugepages_size_kb": t.hugepages.size_kb,
+        "host_tuning_hugepages_count": t.hugepages.count,
+        "host_tuning_rdma_modules": {m: dict(sorted(o.items())) for m, o in sorted(t.rdma_modules.items())},
     }
 
 
 def _npu_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
-    sw, t = spec.software, spec.tuning
+    sw = spec.software
     hccn = spec.network.hccn
     return {
         "npu_driver_package": _package(sw.driver),
         "npu_firmware_package": _package(sw.firmware),
         "npu_cann_package": _package(sw.cann) if sw.cann else None,
         **_drivers_vars(spec),
-        "host_tuning_cpu_governor": t.cpu_governor,
-        **_tuning_vars(spec, plan),
-        "host_tuning_transparent_hugepages": t.transparent_hugepages,
-        "host_tuning_hugepages_size_kb": t.hugepages.size_kb,
-        "host_tuning_hugepages_count": t.hugepages.count,
-        "host_tuning_rdma_modules": {m: dict(sorted(o.items())) for m, o in sorted(t.rdma_modules.items())},
+        **_host_tuning_vars(spec, plan),
         "hccn_network_tls": hccn.tls if hccn else False,
         "hccn_network_mtu": hccn.mtu if hccn else None,
     }

@@ -166,6 +166,7 @@ def _create_server(cli: Any, root: Path, state: ClusterState, server: SimServer)
         network_mode="host",
         cap_add=["SYS_ADMIN", "NET_ADMIN"],
         security_opt=["seccomp=unconfined", "apparmor=unconfined"],
+        devices=["/dev/fuse:/dev/fuse:rwm"],  # the emulated kernel interfaces (ascend_kernel)
         volumes={
             "/sys/fs/cgroup": {"bind": "/sys/fs/cgroup", "mode": "rw"},
             volume: {"bind": "/var/lib/docker", "mode": "rw"},

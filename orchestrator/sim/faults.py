@@ -146,6 +146,24 @@ def back(srv: Server) -> str:
     return f"{srv.info.name} is reachable again at {srv.info.address}"
 
 
+def reboot(srv: Server, timeout_s: float = 120.0) -> str:
+    """`reboot` inside the server, like an operator would; returns once the new boot is complete (its
+    kernel settings back at their defaults, then re-applied from the persistent files) and sshd answers."""
+    old = srv.sh("cat", f"{STATE}/boot_id").strip()
+    srv.sh("reboot")
+
+    def booted() -> bool:
+        try:
+            now = srv.sh("sh", "-c", "cat /run/ascend-sim/booted 2>/dev/null || true").split()
+        except SimError:  # between the old boot and the new one
+            return False
+        return bool(now) and now[0] != old and ssh_banner(srv.info.address, 0.5)
+
+    _wait(booted, f"{srv.info.name} to boot again", timeout_s)
+    new = srv.sh("cat", f"{STATE}/boot_id").strip()
+    return f"{srv.info.name} rebooted (boot id {new}); boot log: /var/log/ascend-sim-boot.log"
+
+
 def _wait(cond: Any, what: str, timeout_s: float = 15.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

@@ -4,7 +4,8 @@
   `docker import`. The tag is a content hash of the recipe, so a built base is reused until the recipe
   changes (kept by `sim down`, removed by `sim down --purge`).
 - `ascend-sim-server:<hash12>`: FROM the base, adds `images/sim-server/` (init, reboot/shutdown wrappers,
-  lspci wrapper, sshd config, and the fake tools of `ascend_fakes/`). Built per cluster (the hash covers the
+  lspci and kmod wrappers, sshd config, the emulated kernel `ascend_kernel/`, the service manager
+  `ascend_init/` and the fake tools of `ascend_fakes/`). Built per cluster (the hash covers the
   content and the cluster name) and labelled `io.ascend-sim.cluster=<cluster>`, so `sim down`
   removes it.
 """
@@ -32,6 +33,11 @@ LABEL_CLUSTER = "io.ascend-sim.cluster"
 LABEL_KIND = "io.ascend-sim.kind"
 SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+# What the simulator itself needs (python3, sshd, dockerd, python3-fusepy + libfuse2 for the emulated kernel
+# interfaces), plus the baseline of an installed Debian server the host roles expect to find rather than
+# download on every test run: kmod/procps/pciutils/iproute2 (preflight and tuning probes), irqbalance
+# (enabled at boot as on Ubuntu/openEuler servers, so that disabling it is exercised), python3-apt (Ansible's
+# apt module would install it on first use), dkms + make + gcc (the driver's DKMS prerequisites).
 BASE_PACKAGES = (
     "python3",
     "openssh-server",
@@ -42,6 +48,12 @@ BASE_PACKAGES = (
     "pciutils",
     "docker.io",
     "rsync",
+    "python3-fusepy",
+    "irqbalance",
+    "python3-apt",
+    "dkms",
+    "make",
+    "gcc",
 )
 # Run in the debootstrapped tree (chroot) before it is imported: no caches, no host keys (each server gets
 # its own, made by `sim up`), sshd's privilege-separation dir.
@@ -267,7 +279,7 @@ def seed_inner_base(ctr: Any, tags: list[str]) -> bool:
     if res.exit_code != 0:
         raise ImageError(
             f"Loading {tags[0]} into {ctr.name}'s Docker failed: {res.output.decode(errors='replace')[-400:]}"
-            f" Fix: check the server's dockerd (`docker exec {ctr.name} tail /var/log/dockerd.log`)."
+            f" Fix: check the server's dockerd (`docker exec {ctr.name} tail /var/log/docker.log`)."
         )
     return True
 

@@ -51,8 +51,8 @@ class Profile:
     hbm_gb: int | None = None
     pci_subsystem_id: str | None = None
     replicas_per_server: int = 1
-    # The spec has no Debian; the servers are Debian 12 (apt), so the apt-based distro it knows.
-    os: tuple[str, str] = ("ubuntu", "22.04")
+    cpus: int = 192  # logical CPUs of the host (four 48-core Kunpeng 920: npu-smi affinities reach 191)
+    numa_nodes: int = 8  # two per socket: 24 CPUs each, so npu-smi's "144-167" is node 6
 
     @property
     def devices(self) -> int:
@@ -77,7 +77,7 @@ PROFILES = {
                 "9D", "9F", "99", "9B", "95", "97", "91", "93", "8D", "8F", "89", "8B", "85", "87", "81", "83"
             ),
         ),
-        Profile("atlas-300i-duo", "310P3", 2, "duo", _bus("01", "01", "03", "03"), 24, "0110", 2),
+        Profile("atlas-300i-duo", "310P3", 2, "duo", _bus("01", "01", "03", "03"), 24, "0110", 2, 96, 4),
     )
 }
 
@@ -88,6 +88,7 @@ def hardware_json(profile: str, server: SimServer) -> dict[str, Any]:
         return {
             "server": server.name, "profile": None, "chip": None, "npu_smi_name": None, "cards": 0,
             "devices_per_card": 0, "hbm_mb": 0, "pci_device_id": None, "bus_ids": [], "product": "generic",
+            "cpus": 16, "numa_nodes": 1,
         }  # fmt: skip
     prof = PROFILES[profile]
     chip = get_chip(prof.chip)
@@ -104,6 +105,8 @@ def hardware_json(profile: str, server: SimServer) -> dict[str, Any]:
         "product": chip.product,
         "firmware_version": FACTORY_FIRMWARE,
         "arch": ARCH,
+        "cpus": prof.cpus,
+        "numa_nodes": prof.numa_nodes,
     }
     if prof.pci_subsystem_id:
         hw["pci_subsystem_id"] = prof.pci_subsystem_id
@@ -209,9 +212,10 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
         profile = f", profile: {prof.name}" if s.npu else ""
         lines.append(f"  - {{name: {s.name}, address: {s.address}{profile}, roles: [{', '.join(s.roles)}]}}")
     lines += [
-        "os:",
-        f"  distro: {prof.os[0]}",
-        f'  version: "{prof.os[1]}"',
+        "os:  # the simulated servers are Debian 12 containers, an OS accepted for simulation only",
+        "  distro: debian",
+        '  version: "12"',
+        "  simulation: true",
         "software:",
     ]
     for kind, version in (("driver", DRIVER_VERSION), ("firmware", FIRMWARE_VERSION)):
@@ -233,6 +237,10 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
             "    subnets: [{cidr: 127.100.0.0/24}]",
         ]
     lines += [
+        "tuning:  # every host_tuning concern exercised: the emulated kernel of each server takes them",
+        "  irq_affinity: npu-numa  # NPU IRQs pinned to their NUMA node, irqbalance disabled",
+        "  rdma_modules:  # a host ConnectX NIC's driver (the fake module tree), loaded at boot",
+        "    mlx5_core: {debug_mask: 0, probe_vf: 0}",
         "model:",
         f"  name: {MODEL_NAME}",
         f"  # {MODEL_ARCH}'s shape (the checkpoint's config.json), scaled down to {MODEL_BYTES >> 20} MiB",

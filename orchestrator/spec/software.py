@@ -44,9 +44,14 @@ class PackageSource(SpecModel):
 
 
 class OperatingSystem(SpecModel):
-    distro: Literal["ubuntu", "openeuler", "kylin"] = Field(description="Host OS distribution.")
-    version: Literal["20.04", "22.04", "22.03", "24.03", "v10"] = Field(
-        description="ubuntu 20.04/22.04, openeuler 22.03/24.03, kylin v10."
+    distro: Literal["ubuntu", "openeuler", "kylin", "debian"] = Field(description="Host OS distribution.")
+    version: Literal["20.04", "22.04", "22.03", "24.03", "v10", "12"] = Field(
+        description="ubuntu 20.04/22.04, openeuler 22.03/24.03, kylin v10; debian 12 only with simulation."
+    )
+    simulation: bool = Field(
+        False,
+        description="The servers are simulated (`orchestrator sim` writes it): allows the OS the catalog "
+        "marks simulation-only (debian 12, the simulated servers' OS). Never set it for real servers.",
     )
     time_sync: Literal["required", "warn"] = Field(
         "required",

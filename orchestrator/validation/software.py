@@ -99,7 +99,17 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
 def _check_os(spec: SiteSpec, chips: list[ChipFacts]) -> Iterator[Finding]:
     pair = (spec.os.distro, spec.os.version)
     for chip in chips:
-        if pair not in chip.supported_os:
+        if pair in chip.simulation_os and not spec.os.simulation:
+            ok = ", ".join(f"{d} {v}" for d, v in chip.supported_os)
+            yield error(
+                ("os",),
+                f"{spec.os.distro} {spec.os.version} is the OS of simulated servers only; the {chip.product} "
+                "HDK driver does not support it on real servers",
+                f"install one of: {ok} (and set os.distro / os.version); a spec written by "
+                "`orchestrator sim up` sets os.simulation: true",
+                "os",
+            )
+        elif pair not in chip.supported_os and pair not in chip.simulation_os:
             ok = ", ".join(f"{d} {v}" for d, v in chip.supported_os)
             yield error(
                 ("os",),

@@ -127,6 +127,19 @@ def test_os_must_be_supported_by_the_driver(pair: dict) -> None:
     assert any("is not supported by the Atlas 800T A2 HDK driver" in m for m in _errors(pair))
 
 
+def test_debian_12_is_for_simulated_servers_only(pair: dict) -> None:
+    pair["os"] = {"distro": "debian", "version": "12"}
+    messages = _errors(pair)
+    assert any("debian 12 is the OS of simulated servers only" in m for m in messages), messages
+    pair["os"]["simulation"] = True
+    assert not [m for m in _errors(pair) if "debian" in m]
+
+
+def test_simulation_flag_does_not_widen_the_supported_os_list(pair: dict) -> None:
+    pair["os"] = {"distro": "kylin", "version": "22.04", "simulation": True}
+    assert any("is not supported by the Atlas 800T A2 HDK driver" in m for m in _errors(pair))
+
+
 def test_one_chip_family_per_site(single: dict) -> None:
     single["profiles"]["duo"] = {"chip": "310P3", "cards": 2}
     single["servers"].append({"name": "duo-01", "address": "10.20.0.12", "profile": "duo"})

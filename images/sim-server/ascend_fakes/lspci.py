@@ -105,7 +105,11 @@ def main(argv: list[str]) -> int:
     lines = npu_lines(opts)
     if os.access(real, os.X_OK):
         res = subprocess.run([real, *argv], capture_output=True, text=True, check=False)
-        lines += [line for line in res.stdout.splitlines() if line.strip()]
+        # the emulated /sys/bus/pci/devices shows the NPUs to the real lspci too: the lines above stand
+        ours = {line.split(" ", 1)[0] for line in lines}
+        lines += [
+            line for line in res.stdout.splitlines() if line.strip() and line.split(" ", 1)[0] not in ours
+        ]
     for line in sorted(lines, key=_slot_key):
         print(line)
     return 0
