@@ -25,6 +25,7 @@ class Format(StrEnum):
     text = "text"
     json = "json"
 
+
 SiteArg = Annotated[str, typer.Argument(help="Site spec file, a folder with site.yaml, or a site name.")]
 
 

@@ -75,4 +75,3 @@ def preflight_site(spec: SiteSpec) -> dict[str, object]:
 def drivers_serial(spec: SiteSpec) -> list[int | str]:
     """`serial` of the drivers play: one server alone first, then the spec's batch size."""
     return [1, spec.software.reboot.batch_size]
-

@@ -37,9 +37,7 @@ from orchestrator.catalog import ModelArch, get_model
 from orchestrator.sim.fake_vllm_image import PACKAGE_DIR
 
 # The fake server's tokenizer words (images/fake-vllm/fake_vllm/vocab.txt): tokenizer.json carries the same.
-VOCAB: tuple[str, ...] = tuple(
-    dict.fromkeys((PACKAGE_DIR / "vocab.txt").read_text(encoding="utf-8").split())
-)
+VOCAB: tuple[str, ...] = tuple(dict.fromkeys((PACKAGE_DIR / "vocab.txt").read_text(encoding="utf-8").split()))
 
 MAX_EXPERTS = 8
 MIN_VOCAB = 256

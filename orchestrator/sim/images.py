@@ -37,7 +37,8 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # interfaces), plus the baseline of an installed Debian server the host roles expect to find rather than
 # download on every test run: kmod/procps/pciutils/iproute2 (preflight and tuning probes), irqbalance
 # (enabled at boot as on Ubuntu/openEuler servers, so that disabling it is exercised), python3-apt (Ansible's
-# apt module would install it on first use), dkms + make + gcc (the driver's DKMS prerequisites).
+# apt module would install it on first use), dkms + make + gcc (the driver's DKMS prerequisites), net-tools
+# (the driver installer refuses to run without ifconfig: "The list of missing tools").
 BASE_PACKAGES = (
     "python3",
     "openssh-server",
@@ -54,6 +55,7 @@ BASE_PACKAGES = (
     "dkms",
     "make",
     "gcc",
+    "net-tools",
 )
 # Run in the debootstrapped tree (chroot) before it is imported: no caches, no host keys (each server gets
 # its own, made by `sim up`), sshd's privilege-separation dir.

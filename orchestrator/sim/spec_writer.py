@@ -216,7 +216,11 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
         "  distro: debian",
         '  version: "12"',
         "  simulation: true",
+        "  time_sync: warn  # the containers share the controller's clock: nothing of their own to check",
         "software:",
+        "  kernel_headers: provided  # the containers run the controller's kernel: no headers package",
+        "  disk: {packages_gib: 1, images_gib: 1}  # they share the controller's disk: small reserves",
+        "  reboot: {policy: allowed, batch_size: 1, timeout_s: 300}  # a simulated reboot takes ~30 s",
     ]
     for kind, version in (("driver", DRIVER_VERSION), ("firmware", FIRMWARE_VERSION)):
         path = pkgs[kind].resolve()

@@ -23,12 +23,6 @@ REPO = Path(__file__).resolve().parents[3]
 SERVERS = ("a2-01", "a2-02")
 DRIVER, FIRMWARE = "25.5.1", "7.8.0.6.201"  # the sim's packages (orchestrator/sim/spec_writer.py)
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
-# A stand-in for net-tools' ifconfig, which the driver installer requires ("The list of missing tools") and
-# which the simulator's base image does not ship yet; a real server gets net-tools from its repositories.
-IFCONFIG = (
-    "printf '#!/bin/sh\\necho ifconfig stand-in\\n' > /usr/local/sbin/ifconfig; "
-    "chmod 755 /usr/local/sbin/ifconfig"
-)
 
 
 @pytest.fixture(scope="module")
@@ -38,37 +32,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
 
 @pytest.fixture(scope="module")
 def site(cluster: Sim) -> str:
-    """The sim's spec with the drivers-phase policies a simulated server needs: the servers run the
-    controller's kernel (no headers package: provided), share its clock (time sync: warn) and disk (small
-    reserves), and the firmware takes effect after a reboot (allowed, one server at a time)."""
-    name = f"{cluster.name}-drv"
-    text = (cluster.root / "inventories" / cluster.name / "site.yaml").read_text()
-    text = text.replace(f"site: {cluster.name}\n", f"site: {name}\n")
-    text = re.sub(r"(?m)^os:\n", "os:\n  time_sync: warn\n", text)
-    text = re.sub(
-        r"(?m)^software:\n",
-        "software:\n  kernel_headers: provided\n  disk: {packages_gib: 1, images_gib: 1}\n"
-        "  reboot: {policy: allowed, batch_size: 1, timeout_s: 300}\n",
-        text,
-    )
-    inv = cluster.root / "inventories" / name
-    inv.mkdir()
-    (inv / "site.yaml").write_text(text)
-    cluster.cli("render", name)
-    _debian_until_the_sim_spec_says_so(inv)
-    for server in SERVERS:
-        cluster.exec(server, IFCONFIG)
-    return name
-
-
-def _debian_until_the_sim_spec_says_so(inv: Path) -> None:
-    """The simulated servers are Debian 12 (bookworm, Linux 6.1 line: debian.org release notes); the spec
-    model of this branch has no Debian yet (the simulator branch adds it as a simulation-only OS), so the
-    rendered expectation is set to it here. Once `sim up` writes debian 12 this rewrite changes nothing."""
-    path = inv / "group_vars" / "all.yml"
-    data = yaml.safe_load(path.read_text())
-    data["preflight_os"].update(distro="debian", version="12", kernel_line="6.1")
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    """The site `sim up` wrote: its spec carries the drivers-phase policies a simulated server needs (the
+    containers run the controller's kernel: headers provided; share its clock and disk: time sync warn, small
+    reserves; the firmware takes effect after a reboot: allowed, one server at a time)."""
+    return cluster.name
 
 
 def playbook(cluster: Sim, site: str, name: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -165,7 +132,6 @@ def test_wrong_checksum_is_refused_before_anything_runs(cluster: Sim, site: str)
     )
     (inv / "site.yaml").write_text(text)
     cluster.cli("render", bad_site)
-    _debian_until_the_sim_spec_says_so(inv)
     cached = f"/var/cache/ascend-orchestrator/packages/{good.name}"
     before = {s: cluster.exec(s, f"sha256sum {cached}").split()[0] for s in SERVERS}
     proc = playbook(cluster, bad_site, "drivers.yml")
@@ -210,7 +176,6 @@ def test_incompatible_pair_is_refused_before_install(cluster: Sim, site: str) ->
     text = text.replace(f"version: {old['version']}", f"version: {newer}")
     (inv / "site.yaml").write_text(text)
     cluster.cli("render", pair_site)
-    _debian_until_the_sim_spec_says_so(inv)
     boot_ids = {s: cluster.exec(s, "cat /var/lib/ascend-sim/boot_id") for s in SERVERS}
     proc = playbook(cluster, pair_site, "drivers.yml")
     assert proc.returncode != 0

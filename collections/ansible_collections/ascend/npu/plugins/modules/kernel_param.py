@@ -69,6 +69,7 @@ missing:
 import glob
 import os
 import re
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -78,22 +79,22 @@ _TRUE = {"y", "1", "on", "yes", "true"}
 _FALSE = {"n", "0", "off", "no", "false"}
 
 
-def shown(raw):
+def shown(raw: str) -> str:
     """The value a file holds: the bracketed choice of a choice file, else the stripped text."""
     text = raw.strip()
     m = _BRACKET.search(text)
     return m.group(1) if m and " " in text else text
 
 
-def _cpus(text):
-    out = set()
+def _cpus(text: str) -> set[int]:
+    out: set[int] = set()
     for part in text.split(","):
         lo, _, hi = part.partition("-")
         out.update(range(int(lo), int(hi or lo) + 1))
     return out
 
 
-def same(current, wanted):
+def same(current: str, wanted: str) -> bool:
     if current == wanted:
         return True
     if _CPULIST.fullmatch(current) and _CPULIST.fullmatch(wanted):
@@ -104,25 +105,26 @@ def same(current, wanted):
     return False
 
 
-def read(path):
+def read(path: str) -> str:
     with open(path, encoding="utf-8") as f:
         return shown(f.read())
 
 
-def write(path, value):
+def write(path: str, value: str) -> None:
     with open(path, "w", encoding="utf-8") as f:
         f.write(value + "\n")
 
 
-def expand(pattern):
+def expand(pattern: str) -> list[str]:
     if any(c in pattern for c in "*?["):
         return sorted(glob.glob(pattern))
     return [pattern] if os.path.exists(pattern) else []
 
 
-def run(module):
+def run(module: AnsibleModule) -> None:
     settings = module.params["settings"]
-    plan, missing = [], []
+    plan: list[tuple[str, str]] = []
+    missing: list[str] = []
     for pattern, value in settings.items():
         paths = expand(pattern)
         if not paths:
@@ -136,7 +138,10 @@ def run(module):
             "leave the setting out of the spec.",
             missing=missing,
         )
-    current, changed, before, after = {}, [], [], []
+    current: dict[str, str] = {}
+    changed: list[str] = []
+    before: list[str] = []
+    after: list[str] = []
     for path, value in plan:
         try:
             now = read(path)
@@ -166,13 +171,18 @@ def run(module):
                 "Fix: use a value this host can hold.",
                 changed_paths=changed,
             )
-    result = {"changed": bool(changed), "changed_paths": changed, "current": current, "missing": missing}
+    result: dict[str, Any] = {
+        "changed": bool(changed),
+        "changed_paths": changed,
+        "current": current,
+        "missing": missing,
+    }
     if module._diff and changed:
         result["diff"] = {"before": "".join(before), "after": "".join(after)}
     module.exit_json(**result)
 
 
-def main():
+def main() -> None:
     module = AnsibleModule(
         argument_spec={
             "settings": {"type": "dict", "required": True},

@@ -44,6 +44,7 @@ affinity:
 """
 
 import os
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -52,7 +53,7 @@ HUAWEI = "0x19e5"
 ACCELERATOR_CLASS = "0x12"
 
 
-def _read(path):
+def _read(path: str) -> str:
     try:
         with open(path, encoding="utf-8") as f:
             return f.read().strip()
@@ -60,8 +61,8 @@ def _read(path):
         return ""
 
 
-def npus(root=PCI):
-    out = []
+def npus(root: str = PCI) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     for bus in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         dev = os.path.join(root, bus)
         if _read(f"{dev}/vendor") != HUAWEI or not _read(f"{dev}/class").startswith(ACCELERATOR_CLASS):
@@ -80,7 +81,7 @@ def npus(root=PCI):
     return out
 
 
-def main():
+def main() -> None:
     module = AnsibleModule(argument_spec={}, supports_check_mode=True)
     found = npus()
     affinity = {
