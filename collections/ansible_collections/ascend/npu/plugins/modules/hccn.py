@@ -14,7 +14,7 @@ description:
     with C(hccn_tool -i N -<option> -s ...) only the settings that differ.
   - C(hccn_tool -s) changes the live NIC and records the setting in C(/etc/hccn.conf), which the driver
     applies at boot. A setting whose file record disagrees with the desired value (a hand-edited or stale
-    file: drift) is set again through hccn_tool, which rewrites its record; the drift is reported as a
+    file, that is drift) is set again through hccn_tool, which rewrites its record; the drift is reported as a
     warning with the live and the recorded value.
   - Settings left out (C(null) gateway or netdetect, C(tls) or C(mtu) not given) are neither read nor
     changed. The MTU has no C(/etc/hccn.conf) record.
