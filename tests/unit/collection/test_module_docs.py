@@ -25,7 +25,11 @@ def _argument_spec(source: str) -> dict[str, ast.expr]:
         if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "AnsibleModule":
             for kw in node.keywords:
                 if kw.arg == "argument_spec" and isinstance(kw.value, ast.Dict):
-                    return {ast.literal_eval(k): v for k, v in zip(kw.value.keys, kw.value.values) if k}
+                    return {
+                        ast.literal_eval(k): v
+                        for k, v in zip(kw.value.keys, kw.value.values, strict=True)
+                        if k
+                    }
     raise AssertionError("no AnsibleModule(argument_spec={...}) literal")
 
 
