@@ -71,12 +71,15 @@ class VllmAscendStack(SpecModel):
     soc_version: str | None = Field(None, description="SOC_VERSION build arg (derived from the chip).")
 
 
+MAX_BATCH_SERVERS = 1_000_000  # far above any site (the loader caps a spec at 16 MiB by default)
+
+
 def _check_batch(value: int | str) -> int | str:
-    if isinstance(value, int) and value >= 1:
+    if isinstance(value, int) and 1 <= value <= MAX_BATCH_SERVERS:
         return value
     if isinstance(value, str) and re.fullmatch(r"(100|[1-9][0-9]?)%", value):
         return value
-    raise ValueError("a batch is a number of servers (1 or more) or a percentage from 1% to 100%, e.g. 25%")
+    raise ValueError(f"a batch is a number of servers (1 to {MAX_BATCH_SERVERS:,}) or a percentage from 1% to 100%, e.g. 25%")
 
 
 BatchSize = Annotated[int | str, AfterValidator(_check_batch)]

@@ -71,6 +71,8 @@ def _numeric_site() -> dict[str, object]:
     }
     data["network"]["hccn"] |= {"first_host": 10, "mtu": 4200}
     data["software"]["container_runtime"] = {"log_max_files": 5}
+    data["software"]["reboot"] = {"batch_size": 2, "timeout_s": 600}
+    data["software"]["disk"] = {"packages_gib": 4, "images_gib": 60}
     data["tuning"] = {
         "sysctls": {"vm.swappiness": 0},
         "hugepages": {"count": 0},
