@@ -79,7 +79,10 @@ def _check_batch(value: int | str) -> int | str:
         return value
     if isinstance(value, str) and re.fullmatch(r"(100|[1-9][0-9]?)%", value):
         return value
-    raise ValueError(f"a batch is a number of servers (1 to {MAX_BATCH_SERVERS:,}) or a percentage from 1% to 100%, e.g. 25%")
+    raise ValueError(
+        f"a batch is a number of servers (1 to {MAX_BATCH_SERVERS:,}) or a percentage from 1% to 100%, "
+        "e.g. 25%"
+    )
 
 
 BatchSize = Annotated[int | str, AfterValidator(_check_batch)]
