@@ -252,6 +252,7 @@ def _host_tuning_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "host_tuning_hugepages_size_kb": t.hugepages.size_kb,
         "host_tuning_hugepages_count": t.hugepages.count,
         "host_tuning_rdma_modules": {m: dict(sorted(o.items())) for m, o in sorted(t.rdma_modules.items())},
+        "host_tuning_memlock": None if t.memlock is None else str(t.memlock),
     }
 
 

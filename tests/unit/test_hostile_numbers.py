@@ -72,6 +72,7 @@ def _numeric_site() -> dict[str, object]:
     data["network"]["hccn"] |= {"first_host": 10, "mtu": 4200}
     data["software"]["container_runtime"] = {"log_max_files": 5}
     data["tuning"] = {
+        "memlock": 65536,
         "sysctls": {"vm.swappiness": 0},
         "hugepages": {"count": 0},
         "rdma_modules": {"mlx5_core": {"num_vfs": 0}},
