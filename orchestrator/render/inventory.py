@@ -20,6 +20,7 @@ from orchestrator.planning.hccn_peers import HccnView, hccn_views
 from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SitePlan
 from orchestrator.planning.roles import SITE_ROLES, container_hosts, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
+from orchestrator.render.ascend_runtime import ascend_runtime_vars
 from orchestrator.spec.hardware import Server
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.software import PackageSource
@@ -252,6 +253,7 @@ def _host_tuning_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "host_tuning_hugepages_size_kb": t.hugepages.size_kb,
         "host_tuning_hugepages_count": t.hugepages.count,
         "host_tuning_rdma_modules": {m: dict(sorted(o.items())) for m, o in sorted(t.rdma_modules.items())},
+        "host_tuning_memlock": None if t.memlock is None else str(t.memlock),
     }
 
 
@@ -264,6 +266,9 @@ def _npu_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "npu_cann_package": _package(sw.cann) if sw.cann else None,
         **_drivers_vars(spec),
         **_host_tuning_vars(spec, plan),
+        **ascend_runtime_vars(
+            spec, _container_runtime_vars(spec)["container_runtime_daemon_config"], _package
+        ),
         "hccn_network_tls": hccn.tls if hccn else False,
         "hccn_network_mtu": hccn.mtu if hccn else None,
     }

@@ -43,6 +43,18 @@ class PackageSource(SpecModel):
         return self
 
 
+class AscendDockerRuntime(PackageSource):
+    """MindCluster's Ascend Docker Runtime .run package (Ascend-docker-runtime_<ver>_linux-<arch>.run),
+    installed with `--install --install-scene=docker` (../shared/reference/ascend-host.md, "Ascend Docker
+    Runtime (MindCluster)"): an OCI runtime whose hook mounts the NPUs named in ASCEND_VISIBLE_DEVICES."""
+
+    default_runtime: bool = Field(
+        True,
+        description="Make it Docker's default runtime (daemon.json default-runtime: ascend); false only "
+        "registers it (containers ask for it with --runtime ascend).",
+    )
+
+
 class OperatingSystem(SpecModel):
     distro: Literal["ubuntu", "openeuler", "kylin", "debian"] = Field(description="Host OS distribution.")
     version: Literal["20.04", "22.04", "22.03", "24.03", "v10", "12"] = Field(
@@ -141,6 +153,11 @@ class Software(SpecModel):
     )
     reboot: RebootPolicy = Field(default_factory=RebootPolicy)
     disk: DiskNeeds = Field(default_factory=DiskNeeds)
+    ascend_docker_runtime: AscendDockerRuntime | None = Field(
+        None,
+        description="Optional Ascend Docker Runtime (MindCluster) on the NPU servers; absent: containers get "
+        "the NPUs as plain devices.",
+    )
     stop_serving: bool = Field(
         False,
         description="Let the drivers phase stop the containers that hold NPU devices for an upgrade (and "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -23,6 +23,14 @@ class Hugepages(SpecModel):
     count: int = Field(
         0, ge=0, le=33554432, description="Pages to reserve (vm.nr_hugepages for the default size)."
     )
+
+
+# RLIMIT_MEMLOCK in KiB (limits.conf units) or "unlimited". It caps the memory an unprivileged process
+# may lock (getrlimit(2): since Linux 2.6.9 it governs unprivileged processes only); RDMA memory
+# registration (HCCL over RoCE, host RDMA NICs) locks pages, and RDMA hosts remove the limit (e.g.
+# openSUSE's torque pbs_mom.sysconfig: 'Set this to "unlimited" if using infiniband to remove the
+# locked memory limit').
+Memlock = Literal["unlimited"] | Annotated[int, Field(ge=64, le=2**42)]
 
 
 class Tuning(SpecModel):
@@ -53,6 +61,12 @@ class Tuning(SpecModel):
         default_factory=dict,
         description="Host RDMA NIC kernel module -> options (/etc/modprobe.d). Only real module parameters; "
         "NPU NICs are configured with hccn_tool, not here.",
+    )
+    memlock: Memlock | None = Field(
+        "unlimited",
+        description="Locked-memory limit (RLIMIT_MEMLOCK, soft and hard, every user) in KiB or 'unlimited', "
+        "written to /etc/security/limits.d: applies to new PAM sessions (logins, su). RDMA memory "
+        "registration locks pages against it. null leaves the limits alone.",
     )
     allow_unknown_module_options: bool = Field(
         False, description="Accept module options the catalog does not know (turns the error into a warning)."

@@ -74,6 +74,7 @@ def _numeric_site() -> dict[str, object]:
     data["software"]["reboot"] = {"batch_size": 2, "timeout_s": 600}
     data["software"]["disk"] = {"packages_gib": 4, "images_gib": 60}
     data["tuning"] = {
+        "memlock": 65536,
         "sysctls": {"vm.swappiness": 0},
         "hugepages": {"count": 0},
         "rdma_modules": {"mlx5_core": {"num_vfs": 0}},

@@ -4,6 +4,7 @@ survives a reboot. Values expected are the spec's (docs/spec.md defaults), writt
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Iterator
@@ -33,6 +34,9 @@ def tuned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
             sim,
             "mkdir -p /usr/local/Ascend/driver; echo Version=25.5.1 > /usr/local/Ascend/driver/version.info",
         )
+        # and its npu-smi (a copy of the fake, as the driver package installs it) and device nodes
+        sh(sim, "install -m 0755 /opt/ascend-sim/fakes/npu_smi.py /usr/local/sbin/npu-smi")
+        sh(sim, "cd /dev && touch davinci_manager " + " ".join(f"davinci{i}" for i in range(8)))
         yield sim
 
 
@@ -75,6 +79,12 @@ def test_converge_then_nothing_to_change(tuned: Sim) -> None:
     irq = sh(tuned, "ls /sys/bus/pci/devices/0000:c1:00.0/msi_irqs | head -1")
     local = sh(tuned, "cat /sys/bus/pci/devices/0000:c1:00.0/local_cpulist")
     assert sh(tuned, f"cat /proc/irq/{irq}/smp_affinity_list") == local != "0-191"
+    # tuning.memlock defaults to unlimited: one `-` (soft and hard) line for every user
+    assert "*\t-\tmemlock\tunlimited" in sh(tuned, "cat /etc/security/limits.d/90-ascend-orchestrator.conf")
+    # the NPU topology as a local fact: the fake npu-smi's 910B affinities (sample 3) on 24-CPU NUMA nodes
+    fact = json.loads(sh(tuned, "cat /etc/ansible/facts.d/ascend_npu.fact"))
+    assert fact["npus"]["0"] == {"cpu_affinity": "144-167", "numa_node": 6}
+    assert fact["npus"]["4"] == {"cpu_affinity": "0-23", "numa_node": 0} and len(fact["npus"]) == 8
     _, second = playbook(tuned)
     assert second == {"changed": 0, "failed": 0}
     _, check = playbook(tuned, "--check", "--diff")
@@ -106,3 +116,17 @@ def test_tuning_survives_a_reboot(tuned: Sim) -> None:
     assert sh(tuned, "cat /sys/kernel/debug/sched/migration_cost_ns") == "50000"
     _, check = playbook(tuned, "--check")
     assert check == {"changed": 0, "failed": 0}
+
+
+def test_check_mode_names_a_tampered_limit_and_fact(tuned: Sim) -> None:
+    playbook(tuned)
+    sh(tuned, "sed -i 's/unlimited/65536/' /etc/security/limits.d/90-ascend-orchestrator.conf")
+    sh(tuned, "echo '{}' > /etc/ansible/facts.d/ascend_npu.fact")
+    out, check = playbook(tuned, "--check", "--diff")
+    assert changed_tasks(out) == [
+        "host_tuning : Save the NPU topology as a local fact for the serving phase",
+        "host_tuning : Set the locked-memory limit in the role's limits.d file",
+    ]
+    assert check["changed"] == 2 and sh(tuned, "cat /etc/ansible/facts.d/ascend_npu.fact") == "{}"
+    _, fix = playbook(tuned)
+    assert fix["changed"] == 2

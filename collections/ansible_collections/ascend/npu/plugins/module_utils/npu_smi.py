@@ -12,6 +12,9 @@ Formats, all from ../shared/reference/ascend-samples.md:
   -t health (4c)   chip level "Health Status : OK"; card level (no -c): "Health : OK" then "Chip ID : n".
   info (1a-1c)     the main table; its process section rows are "| NPU  Chip | Process id | Process name |
                    Process memory(MB) |", or "No running processes found in NPU n".
+  -t topo (3)      a header of axis labels ("NPU0".. or "Phy-ID12".. on A3) + "CPU Affinity" (not on A3), then
+                   one row per NPU: its label, a link type per axis (X = self, HCCS, SIO, PIX, PHB, SYS, ...)
+                   and the CPU list; "Legend:" ends the table. The header may start with a TAB or not.
   upgrade-tool --device_index -1 --boot_status (7b): a line per device containing "deviceId(N)" and
                    "boot status:<n>"; 16 = started (the driver scripts count "boot status:16").
 """
@@ -24,6 +27,7 @@ from typing import Any
 _KV = re.compile(r"^\s*([^:]*?)\s*:\s?(.*?)\s*$")
 _PROC_ROW = re.compile(r"^\|\s*(\d+)\s+(\d+)\s+\|\s*(\d+)\s*\|\s*(.*?)\s*\|\s*(\d+)\s*\|\s*$")
 _NO_PROC = re.compile(r"No running processes found in NPU (\d+)")
+_AXIS = re.compile(r"^(NPU|Phy-ID)(\d+)$")
 _BOOT = re.compile(r"deviceId\((\d+)\).*?boot status:\s*(\d+)")
 BOOTED = 16  # 7b: "boot status:16" = DSMI service started
 
@@ -165,3 +169,46 @@ def parse_boot_status(text: str) -> dict[int, int]:
         if m:
             out[int(m.group(1))] = int(m.group(2))
     return out
+
+
+def parse_topo(text: str) -> list[dict[str, Any]]:
+    """`npu-smi info -t topo` (3) -> one dict per row: {"label": "NPU0", "id": 0, "links": {"NPU1": "HCCS",
+    ...} (self left out), "cpu_affinity": "144-167" or None (A3 prints no CPU Affinity column)}."""
+    axes: list[str] = []
+    affinity_column = False
+    out: list[dict[str, Any]] = []
+    for line in (text or "").splitlines():
+        if line.strip().startswith("Legend"):
+            break
+        cols = line.split()
+        if not axes:
+            labels = [c for c in cols if _AXIS.match(c)]
+            if labels and labels == cols[: len(labels)] and len(labels) >= len(cols) - 2:
+                axes = labels
+                affinity_column = " ".join(cols[len(labels) :]) == "CPU Affinity"
+            continue
+        m = _AXIS.match(cols[0]) if cols else None
+        if not m or len(cols) < 1 + len(axes):
+            continue
+        links = dict(zip(axes, cols[1 : 1 + len(axes)]))
+        rest = cols[1 + len(axes) :]
+        out.append(
+            {
+                "label": cols[0],
+                "id": int(m.group(2)),
+                "links": {k: v for k, v in links.items() if k != cols[0]},
+                "cpu_affinity": rest[0] if affinity_column and rest else None,
+            }
+        )
+    return out
+
+
+def parse_cpulist(text: str) -> set[int]:
+    """A kernel CPU list ("0-23,48-71", sysfs cpulist format) -> the CPUs; empty for anything else."""
+    cpus: set[int] = set()
+    for part in (text or "").strip().split(","):
+        lo, _, hi = part.strip().partition("-")
+        if not lo.isdigit() or (hi and not hi.isdigit()):
+            return set()
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
