@@ -1,0 +1,170 @@
+"""The whole host layer end to end on one simulated cluster (two Atlas 800T A2 servers and a monitoring host,
+over real SSH): `orchestrator apply` of every host-layer phase converges, a second apply changes nothing,
+check mode after converge reports nothing (through `orchestrator apply --check` and through plain
+`ansible-playbook ... site.yml --check --diff` from the checkout's root), the settings survive a simulated
+reboot, and one manual edit is reported by check mode on exactly that host, in phase host, by the task that
+owns it, without being undone. The tests run in file order on one module-scoped cluster."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.sim.sim_helpers import BIN, ENV, Sim, module_cluster
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[3]
+HOST_LAYER = ["preflight", "drivers", "host", "network"]
+NPU = ["a2-01", "a2-02"]
+MONITORING = "mon-01"
+# Which servers each phase touches, written out from docs/playbooks.md: preflight everywhere, drivers,
+# tuning and HCCN on the NPU servers, the container engine also on the monitoring host.
+PHASE_HOSTS = {
+    "preflight": [*NPU, MONITORING],
+    "drivers": NPU,
+    "host": [*NPU, MONITORING],
+    "network": NPU,
+}
+RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+REBOOTED, DRIFTED = "a2-01", "a2-02"
+HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    yield from module_cluster(tmp_path_factory, "e2e", "--nodes", "2", "--monitoring")
+
+
+def apply_json(sim: Sim, *args: str) -> dict[str, Any]:
+    proc = sim.cli("apply", sim.name, "--yes", "--format", "json", *args, check=False)
+    assert proc.stdout.count("\n") == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out: dict[str, Any] = json.loads(proc.stdout)
+    out["exit"] = proc.returncode
+    return out
+
+
+def host_layer(out: dict[str, Any]) -> dict[str, dict[str, dict[str, int]]]:
+    """{phase: {host: counts}} of the host-layer phases, after checking that each ran and finished."""
+    phases = {p["name"]: p for p in out["phases"] if p["name"] in HOST_LAYER}
+    assert list(phases) == HOST_LAYER, out
+    for name, phase in phases.items():
+        assert phase["status"] == "ok" and phase["excluded"] == {}, (name, phase)
+        assert sorted(phase["hosts"]) == sorted(PHASE_HOSTS[name]), (name, phase["hosts"])
+        for host, counts in phase["hosts"].items():
+            assert counts["failed"] == 0 and counts["unreachable"] == 0, (name, host, counts)
+    return {name: phase["hosts"] for name, phase in phases.items()}
+
+
+def changed(out: dict[str, Any]) -> dict[tuple[str, str], int]:
+    return {(p, h): c["changed"] for p, hosts in host_layer(out).items() for h, c in hosts.items()}
+
+
+def converged(out: dict[str, Any]) -> None:
+    assert out["exit"] == 0 and out["result"] == "ok" and out["failures"] == [], out
+    assert changed(out) == dict.fromkeys(changed(out), 0), out
+
+
+def changed_tasks(sim: Sim, out: dict[str, Any], phase: str) -> set[tuple[str, str]]:
+    """(host, task) of every task that reported a change, from the run's ansible-runner job events."""
+    number = HOST_LAYER.index(phase) + 1
+    events = sim.root / ".orchestrator" / "runs" / sim.name / out["run_id"] / f"{number:02d}-{phase}"
+    found = set()
+    for path in events.glob("artifacts/*/job_events/*.json"):
+        event = json.loads(path.read_text())
+        data = event.get("event_data", {})
+        if event.get("event") == "runner_on_ok" and data.get("res", {}).get("changed"):
+            found.add((data["host"], data["task"]))
+    return found
+
+
+def sh(sim: Sim, server: str, script: str) -> str:
+    return sim.exec(server, script).strip()
+
+
+def test_first_apply_converges_every_phase_on_every_host(sim: Sim) -> None:
+    out = apply_json(sim)
+    assert out["exit"] == 0 and out["result"] == "ok" and out["failures"] == [], out
+    counts = changed(out)
+    assert all(counts[("preflight", h)] == 0 for h in PHASE_HOSTS["preflight"])  # read-only
+    for phase in ("drivers", "host", "network"):
+        for host in PHASE_HOSTS[phase]:
+            assert counts[(phase, host)] > 0, (phase, host, counts)
+    later = [p["name"] for p in out["phases"] if p["name"] not in HOST_LAYER]
+    assert later and all(p["status"] == "not_implemented" for p in out["phases"] if p["name"] in later)
+    # what the phases left behind, read on the servers
+    for host in NPU:
+        assert "Version=25.5.1" in sh(sim, host, "cat /usr/local/Ascend/driver/version.info")
+        assert sh(sim, host, "sysctl -n vm.swappiness") == "0"
+        assert sh(sim, host, "cat /sys/module/mlx5_core/parameters/probe_vf") == "N"
+        assert sh(sim, host, f"{HCCN_TOOL} -i 0 -ip -g").count("ipaddr:127.100.0.") == 1
+    assert "running" in sh(sim, MONITORING, "docker info --format '{{.ServerVersion}}' && echo running")
+
+
+def test_second_apply_changes_nothing(sim: Sim) -> None:
+    converged(apply_json(sim))
+
+
+def test_check_mode_after_converge_reports_nothing(sim: Sim) -> None:
+    out = apply_json(sim, "--check")
+    assert out["check"] is True
+    converged(out)
+
+
+def test_plain_ansible_playbook_check_diff_from_the_checkout_reports_nothing(sim: Sim) -> None:
+    """The README's second way: plain ansible-playbook from the checkout's root (its ansible.cfg finds the
+    roles and the ascend.npu collection), the site's rendered inventory."""
+    inventory = sim.root / "inventories" / sim.name / "hosts.yml"
+    proc = subprocess.run(
+        [str(BIN / "ansible-playbook"), "-i", str(inventory), "playbooks/site.yml", "--check", "--diff"],
+        cwd=REPO,
+        env={**ENV, "ANSIBLE_FORCE_COLOR": "0"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    recap = {m[0]: [int(x) for x in m[1:]] for m in RECAP.findall(proc.stdout)}
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert {h: r[1:] for h, r in recap.items()} == {h: [0, 0, 0] for h in [*NPU, MONITORING]}, recap
+
+
+# The live state a reboot resets and the boot must bring back (sysctl.d, THP via tmpfiles.d, modprobe.d,
+# the irqbalance init script left disabled, the NPU NICs re-applied from /etc/hccn.conf by the driver).
+LIVE_STATE = (
+    "sysctl -n vm.swappiness kernel.numa_balancing; cat /sys/kernel/mm/transparent_hugepage/enabled; "
+    "cat /sys/module/mlx5_core/parameters/probe_vf /sys/module/mlx5_core/parameters/debug_mask; "
+    f"/etc/init.d/irqbalance status; for i in 0 1 2 3 4 5 6 7; do {HCCN_TOOL} -i $i -ip -g; done"
+)
+
+
+def test_reboot_keeps_the_settings_and_check_mode_names_one_manual_edit_only(sim: Sim) -> None:
+    """One check run for both: the rebooted server must report nothing (its settings came back at boot), the
+    server with a hand-set sysctl exactly that task in phase host, and check mode must leave the edit."""
+    before = sh(sim, REBOOTED, LIVE_STATE)
+    boot_id = sh(sim, REBOOTED, "cat /proc/sys/kernel/random/boot_id")
+    sim.sim("reboot", REBOOTED)
+    assert sh(sim, REBOOTED, "cat /proc/sys/kernel/random/boot_id") != boot_id  # it did reboot
+    after = sh(sim, REBOOTED, LIVE_STATE)
+    assert after == before
+    # the values themselves (the sim spec's tuning, docs/spec.md defaults): not just "the same as before"
+    lines = after.splitlines()
+    assert lines[:5] == ["0", "0", "[always] madvise never", "N", "0"], after
+    assert "not running" in lines[5] and after.count("ipaddr:127.100.0.") == 8, after
+
+    sh(sim, DRIFTED, "sysctl -w vm.swappiness=33")
+    out = apply_json(sim, "--check")
+    assert out["exit"] == 0 and out["failures"] == [], out
+    drift = {key: n for key, n in changed(out).items() if n}
+    assert drift == {("host", DRIFTED): 1}, drift
+    assert changed_tasks(sim, out, "host") == {(DRIFTED, "Set sysctls live and in the role's sysctl.d file")}
+    assert sh(sim, DRIFTED, "sysctl -n vm.swappiness") == "33"  # check mode left it as it was
+    fixed = apply_json(sim, "--phases", "host")
+    assert fixed["exit"] == 0 and fixed["phases"][0]["hosts"][DRIFTED]["changed"] == 1, fixed
+    assert sh(sim, DRIFTED, "sysctl -n vm.swappiness") == "0"
