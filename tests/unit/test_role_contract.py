@@ -160,13 +160,9 @@ def contract_errors(roles_dir: Path, inventories: Path) -> list[str]:
     roles = [load_role(p) for p in sorted(roles_dir.iterdir()) if (p / "tasks").is_dir()]
     values = rendered(inventories)
     errors: list[str] = []
-    # a result another role registers under its own prefix (npu_firmware reads npu_driver_result: the two run
-    # in one play, driver first)
-    shared = {n for r in roles for n in r.defined if n.startswith(r.name + "_")}
     for role in roles:
         for name, where in sorted(role.reads.items()):
-            known = name in role.defined or name in shared or name in MAGIC or name in values
-            if known or name.startswith("ansible_"):
+            if name in role.defined or name in MAGIC or name.startswith("ansible_") or name in values:
                 continue
             errors.append(
                 f"{role.name}: {where} reads '{name}', which is neither defaulted, set, magic nor rendered"
