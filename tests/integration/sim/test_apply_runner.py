@@ -102,7 +102,10 @@ def test_plain_ansible_playbook_runs_site_yml(cluster: Sim) -> None:
         env={
             **ENV,
             "ANSIBLE_CONFIG": str(inv / "ansible.cfg"),
+            # the cluster's inventory lives outside the checkout: its ansible.cfg's ../../roles and
+            # ../../collections do not reach the project's
             "ANSIBLE_ROLES_PATH": str(_checkout() / "roles"),
+            "ANSIBLE_COLLECTIONS_PATH": str(_checkout() / "collections"),
         },
         capture_output=True,
         text=True,

@@ -198,3 +198,24 @@ def test_a_pair_that_refuses_each_other_is_refused_before_install(tmp_path: Path
     )
     assert fw["failed"] and fw["partner_check"]["range"] == "[26.0.0,26.9.9]"
     assert "the firmware 7.8.0.6.201 accepts driver versions [26.0.0,26.9.9]" in str(fw["msg"])
+
+
+def test_check_mode_on_a_fresh_host_reports_the_install_it_would_do(
+    pkgs: dict[str, Path], tmp_path: Path
+) -> None:
+    """A dry run before the first apply: the package is not staged yet and the driver not installed; the
+    firmware is reported as an install (not an error), and nothing runs."""
+    root = fresh(tmp_path)
+    missing = tmp_path / "cache" / pkgs["firmware"].name
+    args = {"path": str(missing), "kind": "firmware", "version": FW, "sha256": sha256_of(pkgs["firmware"])}
+    res = run_module(root, "hdk_package", args, check_mode=True)
+    assert not res.get("failed"), res
+    assert res["changed"] and res["operation"] == "install" and res["check"] == "not staged yet"
+    assert not ran(root)
+    staged = run_module(root, "hdk_package", pkg(pkgs["firmware"], "firmware", FW), check_mode=True)
+    assert not staged.get("failed") and staged["changed"] and not ran(root)
+    # outside check mode the missing driver still stops the firmware
+    assert (
+        "install the driver first"
+        in run_module(root, "hdk_package", pkg(pkgs["firmware"], "firmware", FW))["msg"]
+    )

@@ -289,6 +289,12 @@ def main() -> None:
         "stdout_lines": [],
         "sha256": None,
     }
+    if module.check_mode and not os.path.isfile(module.params["path"]):
+        # check mode on a host the package was never staged to: the role's copy did not run, so there is
+        # nothing to hash yet; report what an apply would do (stage, then install when the version differs)
+        result["changed"] = operation != "none"
+        result["check"] = "not staged yet"
+        module.exit_json(**result)
     verify_file(module, result)
     if module.params["state"] == "verified":
         if not module.check_mode:
@@ -303,7 +309,9 @@ def main() -> None:
                 reboot_reason=f"{kind} {wanted} is installed but {active} is running",
             )
         module.exit_json(**result)
-    if kind == "firmware" and not os.path.isfile(npu_host.under(root, npu_host.UPGRADE_TOOL)):
+    missing_tool = not os.path.isfile(npu_host.under(root, npu_host.UPGRADE_TOOL))
+    # in check mode the driver this play would install first is not there yet: not an error
+    if kind == "firmware" and missing_tool and not module.check_mode:
         module.fail_json(
             msg=f"the firmware package needs the driver's upgrade-tool ({npu_host.UPGRADE_TOOL}), which is "
             "not installed. Fix: install the driver first (a fresh host gets the driver, then the firmware).",
