@@ -130,3 +130,11 @@ def test_no_hccn_tool_says_install_the_driver(tmp_path: Path) -> None:
     driver_loaded(root, HW_910B4, "25.5.1")
     res = run_module(root, "hccn", {"devices": devices()}, tool=tmp_path / "nowhere/hccn_tool")
     assert res["failed"] and "install the driver" in res["msg"]
+
+
+def test_check_mode_before_the_driver_reports_every_setting_as_a_change(tmp_path: Path) -> None:
+    """A dry run of the whole site on a fresh host: the drivers phase would install hccn_tool first."""
+    root = tmp_path / "root"
+    driver_loaded(root, HW_910B4, "25.5.1")
+    res = run_module(root, "hccn", {"devices": devices()}, tool=tmp_path / "nowhere/hccn_tool", check=True)
+    assert not res.get("failed") and res["changed"] and "would be set" in res["msg"], res

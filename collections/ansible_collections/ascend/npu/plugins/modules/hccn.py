@@ -224,6 +224,17 @@ def main() -> None:
         supports_check_mode=True,
     )
     path = module.params["hccn_tool"]
+    if not os.access(path, os.X_OK) and module.check_mode:
+        # a dry run before the drivers phase ever ran: the driver (and its hccn_tool) would come first, and
+        # then every planned setting would be set
+        module.exit_json(
+            changed=True,
+            devices=[],
+            drift=[],
+            commands=[],
+            msg=f"{path} is not installed yet (the drivers phase installs it): every planned NIC "
+            "setting would be set.",
+        )
     if not os.access(path, os.X_OK):
         module.fail_json(
             msg=f"{path} is missing or not executable: hccn_tool ships with the NPU driver. Fix: install the "
