@@ -139,15 +139,23 @@ def test_wrong_checksum_is_refused_before_anything_runs(cluster: Sim, site: str)
     proc = playbook(cluster, bad_site, "drivers.yml")
     assert proc.returncode != 0
     stats = recap(proc)
-    assert {h: (s["failed"], s["changed"]) for h, s in stats.items()} == dict.fromkeys(SERVERS, (1, 0))
+    # the rollout's first batch (one server) fails and stops it: the others are never touched
+    first, rest = SERVERS[0], SERVERS[1:]
+    assert {h: (s["failed"], s["changed"]) for h, s in stats.items()} == {first: (1, 0)} | dict.fromkeys(
+        rest, (0, 0)
+    )
     actual = hashlib.sha256(evil.read_bytes()).hexdigest()
     for server in SERVERS:
+        if server != first:
+            assert f"fatal: [{server}]" not in proc.stdout
+            continue
         msg = re.search(rf"fatal: \[{server}\]: FAILED! => (\{{.*\}})", proc.stdout)
         assert msg, proc.stdout[-3000:]
         text = json.loads(msg.group(1))["msg"]
         assert (
             f"its sha256 is {actual}" in text and "Nothing was copied or executed" in text and "Fix:" in text
         )
+    for server in SERVERS:
         assert (
             cluster.exec(server, "ls /tmp/tampered-package-ran 2>&1 || true")
             .strip()
@@ -181,14 +189,16 @@ def test_incompatible_pair_is_refused_before_install(cluster: Sim, site: str) ->
     boot_ids = {s: cluster.exec(s, "cat /var/lib/ascend-sim/boot_id") for s in SERVERS}
     proc = playbook(cluster, pair_site, "drivers.yml")
     assert proc.returncode != 0
-    assert {h: s["failed"] for h, s in recap(proc).items()} == dict.fromkeys(SERVERS, 1)
+    # the first batch (one server) is refused and the rollout stops there
+    assert {h: s["failed"] for h, s in recap(proc).items()} == {SERVERS[0]: 1} | dict.fromkeys(SERVERS[1:], 0)
     for server in SERVERS:
+        assert version_info(cluster, server, "firmware") == FIRMWARE
+        assert cluster.exec(server, "cat /var/lib/ascend-sim/boot_id") == boot_ids[server]
+    for server in SERVERS[:1]:
         line = re.search(rf"(?m)^failed: \[{server}\] \(item=firmware {newer}\) => .*$", proc.stdout)
         assert line, proc.stdout[-3000:]
         assert f"refusing the pair: the firmware {newer} accepts driver versions [26.0.0,26.9.9]" in line[0]
         assert "Nothing was installed" in line[0] and '"installer_rc": null' in line[0]
-        assert version_info(cluster, server, "firmware") == FIRMWARE
-        assert cluster.exec(server, "cat /var/lib/ascend-sim/boot_id") == boot_ids[server]
 
 
 def test_missing_npu_card_fails_preflight_with_a_fix(cluster: Sim, site: str) -> None:
