@@ -10,10 +10,11 @@ default none). Servers without NPUs ("cards": 0) default to 16 CPUs on one node.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ascend_kernel.state import DRIVER_VERSION_INFO, HARDWARE_JSON, read_text
+from ascend_kernel.state import DRIVER_VERSION_INFO, HARDWARE_JSON, p, read_text
 
 if TYPE_CHECKING:
     from ascend_fakes import simstate
@@ -80,6 +81,25 @@ def load() -> Hardware:
     except ValueError:
         raw = {}
     return Hardware(raw if isinstance(raw, dict) else {})
+
+
+class Live:
+    """hardware.json as it is now: reloaded when the file changes (a card taken out of a server, or put
+    back, shows in the emulated /sys/bus/pci/devices at once, as in the fake lspci and npu-smi)."""
+
+    def __init__(self) -> None:
+        self._key: tuple[int, int, int] | None = None
+        self._hw = Hardware({})
+
+    def __call__(self) -> Hardware:
+        try:
+            st = os.stat(p(HARDWARE_JSON))
+            key: tuple[int, int, int] | None = (st.st_ino, st.st_mtime_ns, st.st_size)
+        except OSError:
+            key = None
+        if key != self._key or key is None:
+            self._key, self._hw = key, load()
+        return self._hw
 
 
 def driver_loaded() -> bool:

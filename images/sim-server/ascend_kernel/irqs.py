@@ -15,6 +15,7 @@ is ERANGE (list) or EOVERFLOW (mask), a mask with no online CPU is EINVAL; the p
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ascend_kernel import hw as hwmod
@@ -62,9 +63,13 @@ def irqs(hw: hwmod.Hardware, driver: bool) -> list[Irq]:
 
 
 class Interrupts:
-    def __init__(self, state: State, hw: hwmod.Hardware) -> None:
+    def __init__(self, state: State, hw: Callable[[], hwmod.Hardware]) -> None:
         self.state = state
-        self.hw = hw
+        self._hw = hw
+
+    @property
+    def hw(self) -> hwmod.Hardware:
+        return self._hw()
 
     def current(self) -> list[Irq]:
         return irqs(self.hw, hwmod.driver_loaded())

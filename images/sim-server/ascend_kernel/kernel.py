@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ascend_kernel import hw as hwmod
 from ascend_kernel import irqs, modules, procfs, sysfs
@@ -36,15 +36,20 @@ class Kernel:
         pci_devices_fd: int | None = None,
     ) -> None:
         self.state = State()
-        self.hw = hardware or hwmod.load()
+        source: Callable[[], hwmod.Hardware] = (lambda: hardware) if hardware else hwmod.Live()
+        self._hw = source
         self.caller_tid = os.getpid()
-        self.sysfs = sysfs.Sysfs(self.state, self.hw)
-        self.irqs = irqs.Interrupts(self.state, self.hw)
+        self.sysfs = sysfs.Sysfs(self.state, source)
+        self.irqs = irqs.Interrupts(self.state, source)
         self.modules = modules.Modules(self.state)
         self.proc_fd = os.open(p(REAL_PROC), os.O_RDONLY | os.O_DIRECTORY)
         self.sys_module_fd = sys_module_fd
         self.pci_devices_fd = pci_devices_fd
         self.root = self._build()
+
+    @property
+    def hw(self) -> hwmod.Hardware:
+        return self._hw()
 
     def close(self) -> None:
         os.close(self.proc_fd)

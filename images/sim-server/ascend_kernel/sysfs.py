@@ -49,9 +49,13 @@ SCHED_DEFAULTS = {"migration_cost_ns": 500000, "latency_ns": 6000000 * SCHED_FAC
 
 
 class Sysfs:
-    def __init__(self, state: State, hw: hwmod.Hardware) -> None:
+    def __init__(self, state: State, hw: Callable[[], hwmod.Hardware]) -> None:
         self.state = state
-        self.hw = hw
+        self._hw = hw
+
+    @property
+    def hw(self) -> hwmod.Hardware:
+        return self._hw()
 
     # ---------------------------------------------------------------------------------------- helpers
 

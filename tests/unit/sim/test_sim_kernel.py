@@ -248,3 +248,17 @@ def test_taking_the_kernel_down_never_unmounts_the_real_proc_or_sys(monkeypatch:
     assert mounts.fs_type("/proc") == 0x9FA0  # PROC_SUPER_MAGIC: the real procfs, not ours
     mounts.down()  # nothing of the emulation is mounted here
     assert libc.umounted == []
+
+
+def test_pci_bus_follows_hardware_json_when_a_card_is_taken_out(root: Path, kernel: Kernel) -> None:
+    """A card removed from hardware.json (a fault the tests inject) leaves the emulated PCI bus at once, as
+    it leaves the fake lspci and npu-smi; putting it back brings it back."""
+    pci = "/sys/bus/pci/devices"
+    before = kernel.listdir(pci)
+    assert len(before) == 8 and all(kernel.read(f"{pci}/{b}/vendor") == "0x19e5\n" for b in before)
+    hw = json.loads((root / "var/lib/ascend-sim/hardware.json").read_text())
+    put(root, "/var/lib/ascend-sim/hardware.json", {**hw, "cards": 7, "bus_ids": hw["bus_ids"][:7]})
+    after = kernel.listdir(pci)
+    assert len(after) == 7 and set(after) < set(before)
+    put(root, "/var/lib/ascend-sim/hardware.json", hw)
+    assert kernel.listdir(pci) == before
