@@ -89,6 +89,10 @@ def up(
     monitoring: Annotated[
         bool, typer.Option("--monitoring", help="Add a monitoring host (no NPUs).")
     ] = False,
+    span: Annotated[
+        int,
+        typer.Option(help="NPU servers of the first replica (2+: one multi-node replica, data parallel)."),
+    ] = 1,
     name: NameOpt = DEFAULT_NAME,
 ) -> None:
     """Bring the cluster up and write inventories/<name>/site.yaml; running it again changes nothing."""
@@ -96,7 +100,7 @@ def up(
     from orchestrator.sim.state import ClusterState
 
     started = time.monotonic()
-    wanted = ClusterState(name, profile.value, nodes, gateway, monitoring)
+    wanted = ClusterState(name, profile.value, nodes, gateway, monitoring, span)
     changes = _run(lambda: cluster.up(_root(), wanted, _say))
     out = console()
     for change in changes:

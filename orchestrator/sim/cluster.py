@@ -245,6 +245,13 @@ def up(root: Path, wanted: ClusterState, say: Say) -> list[str]:
         raise SimError(f"Unknown profile '{wanted.profile}'. Fix: use one of {', '.join(PROFILES)}.")
     if not 1 <= wanted.nodes <= 32:
         raise SimError(f"--nodes {wanted.nodes} is out of range. Fix: give 1 to 32 servers.")
+    if not 1 <= wanted.span <= wanted.nodes or (
+        wanted.span > 1 and PROFILES[wanted.profile].replicas_per_server > 1
+    ):
+        raise SimError(
+            f"--span {wanted.span} does not fit {wanted.nodes} x {wanted.profile}. Fix: give 1 to --nodes "
+            "servers, and 1 for profiles that put several replicas on one server."
+        )
     spec_writer.check_inventory_free(root, wanted.name)
     state = load_state(root, wanted.name)
     if state is not None and not state.same_shape(wanted):

@@ -276,7 +276,13 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
         *(["  enforce_eager: true"] if prof.chip == "310P3" else []),
         "  replicas:",
     ]
-    for s in (s for s in state.servers if s.npu):
+    npu = [s for s in state.servers if s.npu]
+    if state.span > 1:  # one replica over several servers: data parallel, tp on each (vllm-ascend multi-node)
+        members = ", ".join(s.name for s in npu[: state.span])
+        shape = f"parallelism: {{tp: {tp}, dp: {state.span}}}"
+        lines.append(f"    - {{name: {npu[0].name}, servers: [{members}], {shape}}}")
+        npu = npu[state.span :]
+    for s in npu:
         for i in range(per):
             name = s.name if per == 1 else f"{s.name}-c{i}"
             devs = list(range(i * tp, (i + 1) * tp))

@@ -31,6 +31,7 @@ class ClusterState:
     nodes: int
     gateway: bool
     monitoring: bool
+    span: int = 1  # NPU servers of the first replica (multi-node: data parallel across them)
     servers: list[SimServer] = field(default_factory=list)
     image: str = ""
 
@@ -41,7 +42,8 @@ class ClusterState:
         extra = "".join(
             f" + {x}" for x, on in (("gateway", self.gateway), ("monitoring", self.monitoring)) if on
         )
-        return f"{self.nodes} x {self.profile}{extra}"
+        span = f", first replica on {self.span} servers" if self.span > 1 else ""
+        return f"{self.nodes} x {self.profile}{span}{extra}"
 
 
 def container_name(cluster: str, server: str) -> str:

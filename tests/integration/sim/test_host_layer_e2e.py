@@ -1,9 +1,10 @@
-"""The whole host layer end to end on one simulated cluster (two Atlas 800T A2 servers and a monitoring host,
-over real SSH): `orchestrator apply` of every host-layer phase converges, a second apply changes nothing,
-check mode after converge reports nothing (through `orchestrator apply --check` and through plain
-`ansible-playbook ... site.yml --check --diff` from the checkout's root), the settings survive a simulated
-reboot, and one manual edit is reported by check mode on exactly that host, in phase host, by the task that
-owns it, without being undone. The tests run in file order on one module-scoped cluster."""
+"""The whole host layer end to end on one simulated cluster (three Atlas 800T A2 servers, the first two
+serving one multi-node replica, and a monitoring host, over real SSH): `orchestrator apply` of every
+host-layer phase converges, a second apply changes nothing, check mode after converge reports nothing
+(through `orchestrator apply --check` and through plain `ansible-playbook ... site.yml --check --diff` from
+the checkout's root), the settings survive a simulated reboot, and one manual edit is reported by check mode
+on exactly that host, in phase host, by the task that owns it, without being undone. The tests run in file
+order on one module-scoped cluster."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.integration.sim.sim_helpers import BIN, ENV, Sim, module_cluster
 
@@ -22,7 +24,8 @@ pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[3]
 HOST_LAYER = ["preflight", "drivers", "host", "network"]
-NPU = ["a2-01", "a2-02"]
+NPU = ["a2-01", "a2-02", "a2-03"]
+MULTI_NODE = ["a2-01", "a2-02"]  # `sim up --span 2`: replica a2-01 over these two, data parallel
 MONITORING = "mon-01"
 # Which servers each phase touches, written out from docs/playbooks.md: preflight everywhere, drivers,
 # tuning and HCCN on the NPU servers, the container engine also on the monitoring host.
@@ -39,7 +42,7 @@ HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "e2e", "--nodes", "2", "--monitoring")
+    yield from module_cluster(tmp_path_factory, "e2e", "--nodes", "3", "--span", "2", "--monitoring")
 
 
 def apply_json(sim: Sim, *args: str) -> dict[str, Any]:
@@ -104,6 +107,18 @@ def test_first_apply_converges_every_phase_on_every_host(sim: Sim) -> None:
         assert sh(sim, host, "sysctl -n vm.swappiness") == "0"
         assert sh(sim, host, "cat /sys/module/mlx5_core/parameters/probe_vf") == "N"
         assert sh(sim, host, f"{HCCN_TOOL} -i 0 -ip -g").count("ipaddr:127.100.0.") == 1
+    # the multi-node replica: its HCCL rank table on both members (16 ranks, each member's 8 NPU-NIC
+    # addresses), none on the single-node server; the gate pinged across the pair, not towards a2-03
+    spec = yaml.safe_load((sim.root / "inventories" / sim.name / "site.yaml").read_text())
+    address = {s["name"]: s["address"] for s in spec["servers"]}
+    live = f"for i in $(seq 0 7); do {HCCN_TOOL} -i $i -ip -g; done"
+    nics = {h: set(re.findall(r"ipaddr:(\S+)", sh(sim, h, live))) for h in MULTI_NODE}
+    for host in MULTI_NODE:
+        table = json.loads(sh(sim, host, "cat /etc/ascend-orchestrator/hccl/a2-01.json"))
+        devices = [d for srv in table["server_list"] for d in srv["device"]]
+        assert [srv["server_id"] for srv in table["server_list"]] == [address[h] for h in MULTI_NODE]
+        assert {d["device_ip"] for d in devices} == nics["a2-01"] | nics["a2-02"] and len(devices) == 16
+    assert sh(sim, "a2-03", "ls /etc/ascend-orchestrator/hccl/ 2>/dev/null | wc -l") == "0"
     assert "running" in sh(sim, MONITORING, "docker info --format '{{.ServerVersion}}' && echo running")
 
 

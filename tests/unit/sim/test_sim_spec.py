@@ -1,0 +1,44 @@
+"""The site spec `orchestrator sim up` writes, for the shapes the integration tests ask for: with --span the
+first replica is one multi-node replica (data parallel over its servers), the others stay single-node, and
+the spec passes the same validation a real site does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.sim import cluster
+from orchestrator.sim.engine import SimError
+from orchestrator.sim.spec_writer import PROFILES, _packages, render_site
+from orchestrator.sim.state import ClusterState, SimServer
+from orchestrator.validation import validate_text
+
+
+def site(tmp_path: Path, nodes: int, span: int) -> str:
+    state = ClusterState("tst", "atlas-800t-a2", nodes, False, True, span)
+    state.servers = [
+        SimServer(name, f"127.0.9.{i + 1}", roles, npu)
+        for i, (name, roles, npu) in enumerate(cluster.plan_servers(state))
+    ]
+    _, pkgs = _packages(tmp_path, PROFILES[state.profile])
+    return render_site(state, tmp_path, pkgs, tmp_path / "model")
+
+
+def test_span_makes_the_first_replica_multi_node(tmp_path: Path) -> None:
+    result = validate_text(site(tmp_path, 3, 2), "site.yaml")
+    assert result.ok and result.plan is not None, result.errors
+    shapes = {r.name: [m.server for m in r.members] for r in result.plan.replicas}
+    assert shapes == {"a2-01": ["a2-01", "a2-02"], "a2-03": ["a2-03"]}
+
+
+def test_without_span_every_server_is_its_own_replica(tmp_path: Path) -> None:
+    result = validate_text(site(tmp_path, 3, 1), "site.yaml")
+    assert result.plan is not None
+    assert [[m.server for m in r.members] for r in result.plan.replicas] == [["a2-01"], ["a2-02"], ["a2-03"]]
+
+
+@pytest.mark.parametrize("span", [0, 4])
+def test_span_out_of_range_is_refused_with_a_fix(tmp_path: Path, span: int) -> None:
+    with pytest.raises(SimError, match=r"--span .* Fix: give 1 to --nodes"):
+        cluster.up(tmp_path, ClusterState("tst", "atlas-800t-a2", 3, False, False, span), print)
