@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.integration.sim.sim_helpers import Sim, module_cluster
 
@@ -58,3 +59,45 @@ def test_check_mode_names_the_edited_host_only(engine_cluster: Sim) -> None:
     rc, fixed = host_phase(engine_cluster)
     assert rc == 0 and changed(fixed)["gw-01"] >= 1
     assert '"max-file": "5"' in engine_cluster.exec("gw-01", f"cat {DAEMON_JSON}")
+
+
+def test_ascend_docker_runtime_installed_registered_and_default_on_npu_servers(engine_cluster: Sim) -> None:
+    """software.ascend_docker_runtime (the simulator's .run, built like the real one's layout): installed on
+    the NPU server only, registered in daemon.json as the engine's default runtime (what `docker info`
+    says, not only the file), and a second apply runs no installer and changes nothing."""
+    from orchestrator.sim.docker_runtime_package import LOG, build_docker_runtime_package
+    from orchestrator.sim.packages import sha256_of
+    from orchestrator.sim.spec_writer import ARCH
+
+    root, base = engine_cluster.root, engine_cluster.name
+    pkg = build_docker_runtime_package("7.0.RC1", root / "adr", arch=ARCH)
+    spec = yaml.safe_load((root / "inventories" / base / "site.yaml").read_text())
+    spec["site"] = f"{base}-adr"
+    spec["software"]["ascend_docker_runtime"] = {
+        "version": "7.0.RC1",
+        "path": str(pkg),
+        "sha256": sha256_of(pkg),
+    }
+    (root / "inventories" / spec["site"]).mkdir()
+    (root / "inventories" / spec["site"] / "site.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+
+    def apply() -> dict[str, Any]:
+        proc = engine_cluster.cli(
+            "apply", spec["site"], "--phases", "host", "--yes", "--format", "json", check=False
+        )
+        out: dict[str, Any] = json.loads(proc.stdout)
+        assert proc.returncode == 0, out["failures"]
+        return out
+
+    apply()
+    runtimes = "{{json .Runtimes}} {{.DefaultRuntime}}"
+    npu, gw = (engine_cluster.exec(h, f"docker info --format '{runtimes}'") for h in HOSTS)
+    registered, default = npu.rsplit(" ", 1)
+    assert json.loads(registered)["ascend"]["path"].endswith("/Ascend-Docker-Runtime/ascend-docker-runtime")
+    assert default.strip() == "ascend"
+    assert gw.split()[-1] == "runc" and '"ascend"' not in gw
+    runs = engine_cluster.exec("a2-01", f'grep -c "install ok" {LOG}').strip()
+    assert runs == "1" and "No such file" in engine_cluster.exec("gw-01", f"cat {LOG} 2>&1")
+    again = apply()
+    assert changed(again) == {"a2-01": 0, "gw-01": 0}
+    assert engine_cluster.exec("a2-01", f'grep -c "install ok" {LOG}').strip() == "1"
