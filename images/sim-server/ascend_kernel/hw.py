@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ascend_kernel.state import DRIVER_VERSION_INFO, HARDWARE_JSON, p, read_text
+from ascend_kernel.state import DRIVER_VERSION_INFO, HARDWARE_JSON, State, p, read_text
 
 if TYPE_CHECKING:
     from ascend_fakes import simstate
@@ -100,6 +101,18 @@ class Live:
         if key != self._key or key is None:
             self._key, self._hw = key, load()
         return self._hw
+
+
+class Reader:
+    """Base of the parts of the emulated kernel that read the kernel state and the hardware (as it is now)."""
+
+    def __init__(self, state: State, hw: Callable[[], Hardware]) -> None:
+        self.state = state
+        self._hw = hw
+
+    @property
+    def hw(self) -> Hardware:
+        return self._hw()
 
 
 def driver_loaded() -> bool:

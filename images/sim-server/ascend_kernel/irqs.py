@@ -15,12 +15,11 @@ is ERANGE (list) or EOVERFLOW (mask), a mask with no online CPU is EINVAL; the p
 from __future__ import annotations
 
 import errno
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ascend_kernel import hw as hwmod
 from ascend_kernel import values
-from ascend_kernel.state import KernelError, State
+from ascend_kernel.state import KernelError
 from ascend_kernel.tree import Dir, File, Node, StaticDir, ro, static
 
 NR_IRQS = 8192
@@ -62,14 +61,8 @@ def irqs(hw: hwmod.Hardware, driver: bool) -> list[Irq]:
     return sorted(out, key=lambda i: i.number)
 
 
-class Interrupts:
-    def __init__(self, state: State, hw: Callable[[], hwmod.Hardware]) -> None:
-        self.state = state
-        self._hw = hw
-
-    @property
-    def hw(self) -> hwmod.Hardware:
-        return self._hw()
+class Interrupts(hwmod.Reader):
+    """NPU interrupts: /proc/interrupts, /proc/irq, the PCI functions' msi_irqs."""
 
     def current(self) -> list[Irq]:
         return irqs(self.hw, hwmod.driver_loaded())

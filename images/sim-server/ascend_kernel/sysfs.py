@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from ascend_kernel import hw as hwmod
 from ascend_kernel import values
-from ascend_kernel.state import KernelError, State
+from ascend_kernel.state import KernelError
 from ascend_kernel.sysctl import HUGE_DEFAULT
 from ascend_kernel.tree import Dir, File, Link, Node, ro, static
 
@@ -48,14 +48,8 @@ SCHED_DEFAULTS = {"migration_cost_ns": 500000, "latency_ns": 6000000 * SCHED_FAC
                   "tunable_scaling": 1}  # fmt: skip
 
 
-class Sysfs:
-    def __init__(self, state: State, hw: Callable[[], hwmod.Hardware]) -> None:
-        self.state = state
-        self._hw = hw
-
-    @property
-    def hw(self) -> hwmod.Hardware:
-        return self._hw()
+class Sysfs(hwmod.Reader):
+    """The emulated /sys files: THP, hugepages, cpufreq, debugfs sched tunables."""
 
     # ---------------------------------------------------------------------------------------- helpers
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,31 @@ from orchestrator.sim.engine import SimError, ensure_engine
 
 BIN = Path(sys.executable).parent
 ENV = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "ANSIBLE_NOCOLOR": "1"}
+REPO = Path(__file__).resolve().parents[3]
+# plain ansible-playbook with the checkout's roles and collection (what the README's second way does)
+ANSIBLE_ENV = {
+    **ENV,
+    "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
+    "ANSIBLE_COLLECTIONS_PATH": str(REPO / "collections"),
+    "ANSIBLE_FORCE_COLOR": "0",
+}
+RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+def ansible_playbook(
+    root: Path, inventory: Path | str, playbook: str, *args: str, timeout: float = 1200
+) -> subprocess.CompletedProcess[str]:
+    """`ansible-playbook -i INVENTORY playbooks/PLAYBOOK ARGS` from the scratch root."""
+    argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(REPO / "playbooks" / playbook), *args]
+    return subprocess.run(
+        argv, cwd=root, env=ANSIBLE_ENV, capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def recap(stdout: str) -> dict[str, dict[str, int]]:
+    """PLAY RECAP per host: {host: {ok, changed, unreachable, failed}}."""
+    keys = ("ok", "changed", "unreachable", "failed")
+    return {m[0]: dict(zip(keys, map(int, m[1:]), strict=True)) for m in RECAP.findall(stdout)}
 
 
 @dataclass

@@ -15,14 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.integration.sim.sim_helpers import BIN, ENV, Sim, module_cluster
+from tests.integration.sim.sim_helpers import REPO, Sim, ansible_playbook, module_cluster, recap
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[3]
 SERVERS = ("a2-01", "a2-02")
 DRIVER, FIRMWARE = "25.5.1", "7.8.0.6.201"  # the sim's packages (orchestrator/sim/spec_writer.py)
-RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
 @pytest.fixture(scope="module")
@@ -39,30 +37,11 @@ def site(cluster: Sim) -> str:
 
 
 def playbook(cluster: Sim, site: str, name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **ENV,
-        "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
-        "ANSIBLE_COLLECTIONS_PATH": str(REPO / "collections"),
-        "ANSIBLE_FORCE_COLOR": "0",
-    }
-    argv = [
-        str(BIN / "ansible-playbook"),
-        "-i",
-        f"inventories/{site}/hosts.yml",
-        str(REPO / "playbooks" / name),
-    ]
-    return subprocess.run(
-        [*argv, *args], cwd=cluster.root, env=env, capture_output=True, text=True, timeout=1200, check=False
-    )
-
-
-def recap(proc: subprocess.CompletedProcess[str]) -> dict[str, dict[str, int]]:
-    keys = ("ok", "changed", "unreachable", "failed")
-    return {m[0]: dict(zip(keys, map(int, m[1:]), strict=True)) for m in RECAP.findall(proc.stdout)}
+    return ansible_playbook(cluster.root, f"inventories/{site}/hosts.yml", name, *args)
 
 
 def green(proc: subprocess.CompletedProcess[str]) -> dict[str, dict[str, int]]:
-    stats = recap(proc)
+    stats = recap(proc.stdout)
     assert proc.returncode == 0 and set(stats) == set(SERVERS), proc.stdout[-4000:] + proc.stderr[-2000:]
     assert all(s["failed"] == 0 and s["unreachable"] == 0 for s in stats.values()), proc.stdout[-4000:]
     return stats
@@ -138,7 +117,7 @@ def test_wrong_checksum_is_refused_before_anything_runs(cluster: Sim, site: str)
     before = {s: cluster.exec(s, f"sha256sum {cached}").split()[0] for s in SERVERS}
     proc = playbook(cluster, bad_site, "drivers.yml")
     assert proc.returncode != 0
-    stats = recap(proc)
+    stats = recap(proc.stdout)
     # every server stages in parallel before any batch: the refusal stops them all, nothing is installed
     assert {h: (s["failed"], s["changed"]) for h, s in stats.items()} == dict.fromkeys(SERVERS, (1, 0))
     assert "install or upgrade the" not in proc.stdout
@@ -185,7 +164,8 @@ def test_incompatible_pair_is_refused_before_install(cluster: Sim, site: str) ->
     proc = playbook(cluster, pair_site, "drivers.yml")
     assert proc.returncode != 0
     # the first batch (one server) is refused and the rollout stops there
-    assert {h: s["failed"] for h, s in recap(proc).items()} == {SERVERS[0]: 1} | dict.fromkeys(SERVERS[1:], 0)
+    failed = {h: s["failed"] for h, s in recap(proc.stdout).items()}
+    assert failed == {SERVERS[0]: 1} | dict.fromkeys(SERVERS[1:], 0)
     for server in SERVERS:
         assert version_info(cluster, server, "firmware") == FIRMWARE
         assert cluster.exec(server, "cat /var/lib/ascend-sim/boot_id") == boot_ids[server]
@@ -208,7 +188,7 @@ def test_missing_npu_card_fails_preflight_with_a_fix(cluster: Sim, site: str) ->
         proc = playbook(cluster, site, "preflight.yml")
     finally:
         cluster.exec("a2-02", f"cat > {hw_path} <<'EOF'\n{original.strip()}\nEOF")
-    stats = recap(proc)
+    stats = recap(proc.stdout)
     assert proc.returncode != 0
     assert (stats["a2-01"]["failed"], stats["a2-02"]["failed"]) == (0, 1)
     msg = re.search(r"fatal: \[a2-02\]: FAILED! => (\{.*\})", proc.stdout)

@@ -12,17 +12,15 @@ import json
 import re
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.integration.sim.sim_helpers import BIN, ENV, Sim, module_cluster
+from tests.integration.sim.sim_helpers import BIN, ENV, RECAP, REPO, Sim, module_cluster
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[3]
 HOST_LAYER = ["preflight", "drivers", "host", "network"]
 NPU = ["a2-01", "a2-02", "a2-03"]
 MULTI_NODE = ["a2-01", "a2-02"]  # `sim up --span 2`: replica a2-01 over these two, data parallel
@@ -35,7 +33,6 @@ PHASE_HOSTS = {
     "host": [*NPU, MONITORING],
     "network": NPU,
 }
-RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 REBOOTED, DRIFTED = "a2-01", "a2-02"
 HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
 

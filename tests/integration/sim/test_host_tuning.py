@@ -5,25 +5,14 @@ survives a reboot. Values expected are the spec's (docs/spec.md defaults), writt
 from __future__ import annotations
 
 import json
-import re
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.integration.sim.sim_helpers import BIN, ENV, Sim, module_cluster
+from tests.integration.sim.sim_helpers import Sim, ansible_playbook, module_cluster, recap
 
 pytestmark = pytest.mark.integration
-REPO = Path(__file__).resolve().parents[3]
 SERVER = "a2-01"
-RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
-ANSIBLE_ENV = {
-    **ENV,
-    "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
-    "ANSIBLE_COLLECTIONS_PATH": str(REPO / "collections"),
-    "ANSIBLE_HOST_KEY_CHECKING": "False",
-}
 
 
 @pytest.fixture(scope="module")
@@ -45,14 +34,10 @@ def sh(sim: Sim, script: str) -> str:
 
 
 def playbook(sim: Sim, *args: str) -> tuple[str, dict[str, int]]:
-    argv = [str(BIN / "ansible-playbook"), "-i", f"inventories/{sim.name}/hosts.yml"]
-    argv += [str(REPO / "playbooks/host.yml"), *args]
-    proc = subprocess.run(
-        argv, check=False, cwd=sim.root, env=ANSIBLE_ENV, capture_output=True, text=True, timeout=600
-    )
-    recap = {m[0]: (int(m[2]), int(m[4])) for m in RECAP.findall(proc.stdout)}
-    assert proc.returncode == 0 and SERVER in recap, proc.stdout[-4000:] + proc.stderr[-2000:]
-    return proc.stdout, {"changed": recap[SERVER][0], "failed": recap[SERVER][1]}
+    proc = ansible_playbook(sim.root, f"inventories/{sim.name}/hosts.yml", "host.yml", *args, timeout=600)
+    stats = recap(proc.stdout)
+    assert proc.returncode == 0 and SERVER in stats, proc.stdout[-4000:] + proc.stderr[-2000:]
+    return proc.stdout, {"changed": stats[SERVER]["changed"], "failed": stats[SERVER]["failed"]}
 
 
 def changed_tasks(out: str) -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,16 +16,14 @@ import pytest
 import yaml
 
 from tests.integration.sim import serving_helpers as sv
-from tests.integration.sim.sim_helpers import BIN, ENV, Sim, module_cluster
+from tests.integration.sim.sim_helpers import Sim, ansible_playbook, module_cluster, recap
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[3]
 SERVERS = ("a2-01", "a2-02")
 HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
 # Files the NIC state lives in on a server: the live NICs (simulator), their record, the rank tables.
 STATE_FILES = "/var/lib/ascend-sim/hccn_live.json /etc/hccn.conf /etc/ascend-orchestrator/hccl/*.json"
-RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
 @pytest.fixture(scope="module")
@@ -52,29 +49,12 @@ def inventory(cluster: Sim) -> Path:
 def playbook(cluster: Sim, inventory: Path, *args: str) -> tuple[int, str, dict[str, tuple[int, ...]]]:
     """playbooks/network.yml with plain ansible-playbook -> (rc, output, recap per host: ok, changed,
     unreachable, failed)."""
-    env = {
-        **ENV,
-        "ANSIBLE_ROLES_PATH": str(REPO / "roles"),
-        "ANSIBLE_COLLECTIONS_PATH": str(REPO / "collections"),
-        "ANSIBLE_FORCE_COLOR": "0",
-    }
-    argv = [
-        str(BIN / "ansible-playbook"),
-        "-i",
-        str(inventory / "hosts.yml"),
-        str(REPO / "playbooks" / "network.yml"),
-        "-e",
-        "hccn_network_gate_retries=2",
-        "-e",
-        "hccn_network_gate_delay=1",
-        *args,
-    ]
-    proc = subprocess.run(
-        argv, cwd=cluster.root, env=env, capture_output=True, text=True, timeout=900, check=False
+    fast_gate = ("-e", "hccn_network_gate_retries=2", "-e", "hccn_network_gate_delay=1")
+    proc = ansible_playbook(
+        cluster.root, inventory / "hosts.yml", "network.yml", *fast_gate, *args, timeout=900
     )
     out = proc.stdout + proc.stderr
-    recap = {h: tuple(int(n) for n in rest) for h, *rest in RECAP.findall(proc.stdout)}
-    return proc.returncode, out, recap
+    return proc.returncode, out, {h: tuple(c.values()) for h, c in recap(proc.stdout).items()}
 
 
 def host_vars(inventory: Path, server: str) -> dict[str, Any]:
