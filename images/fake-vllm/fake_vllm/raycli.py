@@ -12,7 +12,8 @@ Ray processes.". Unknown options end like click's ``Error: No such option: --x``
 
 Environment: ``RAY_TMPDIR`` (Ray's: session files under ``$RAY_TMPDIR/ray``, default /tmp/ray),
 ``RAY_ADDRESS`` (``ray status``), ``ASCEND_RT_VISIBLE_DEVICES`` and ``FAKE_VLLM_DEV_DIR`` (NPU count),
-``FAKE_RAY_HEARTBEAT_S`` (default 1), ``FAKE_RAY_CONNECT_TIMEOUT_S`` (a worker's wait for the GCS at start,
+``FAKE_RAY_HEARTBEAT_S`` (default 3: Ray's GCS health check period),
+``FAKE_RAY_CONNECT_TIMEOUT_S`` (a worker's wait for the GCS at start,
 default 30), ``FAKE_RAY_GCS_RECONNECT_S`` (default 60).
 """
 
@@ -145,7 +146,7 @@ def run_node(
     join), then until ``stop`` (0) or until the node fails (1)."""
     node, gcs_address = cfg["node"], cfg["gcs_address"]
     host, port = raynode.split_address(gcs_address)
-    heartbeat = _float(env, "FAKE_RAY_HEARTBEAT_S", 1.0)
+    heartbeat = _float(env, "FAKE_RAY_HEARTBEAT_S", 3.0)
     processes = NodeProcesses(env, node["visible"], node["given"])
     info = {"pid": os.getpid(), "node_id": node["node_id"], "node_ip": node["node_ip"], "head": node["head"]}
     try:

@@ -12,7 +12,8 @@ side of each node. JSON lines (``wire``) on the head's ``--node-ip-address:--por
     GCS -> client   {"type": "node_dead", "node_id", "node_ip"} when a node holding its bundles goes away
 
 A node is dead when its connection ends or stays silent for 5 heartbeats (``FAKE_RAY_HEARTBEAT_S``, default
-1 s). A client's placement groups are removed when its connection ends (a driver's groups die with it). A
+3 s: Ray's GCS health check, period 3000 ms, failure threshold 5; a shorter beat loses nodes on a busy
+machine). A client's placement groups are removed when its connection ends (a driver's groups die with it). A
 raylet that loses the GCS retries for ``FAKE_RAY_GCS_RECONNECT_S`` (default 60, Ray's
 gcs_rpc_server_reconnect_timeout_s) and exits 1 when it is still gone or belongs to another cluster.
 While a placement group is ready, each node holding bundles lists ``ray::RayWorkerWrapper`` processes on
