@@ -8,6 +8,7 @@ nodes; without the worker the head fails with vLLM's placement-group timeout; lo
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,18 @@ def _wait_exit(cluster: Sim, server: str, name: str, timeout_s: int) -> str:
     return out.strip()
 
 
+def _npu_processes(cluster: Sim, server: str, timeout_s: float = 30) -> str:
+    """`npu-smi info` on ``server`` once it lists a Ray worker actor: the head's GCS pushes the placement
+    group's bundles to the worker's raylet asynchronously, so on a busy machine the table may lag the
+    first answer by a few seconds."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        out = sv.sh(cluster, server, "npu-smi info")[1]
+        if "ray::RayWorke" in out or time.monotonic() > deadline:
+            return out
+        time.sleep(1)
+
+
 def _clean(cluster: Sim, name: str) -> None:
     for server in (HEAD, WORKER):
         sv.sh(cluster, server, f"docker rm -f {name}")
@@ -111,7 +124,8 @@ def test_rendered_ray_replica_serves_over_two_servers(cluster: Sim, ray_inventor
         assert code == 200 and done["choices"][0]["text"]
         status = sv.sh(cluster, HEAD, f"docker exec {name} ray status")[1]
         assert status.count(" 1 node_") == 2 and " 16.0/16.0 NPU" in status, status
-        assert "ray::RayWorke" in sv.sh(cluster, WORKER, "npu-smi info")[1]  # worker actors hold its NPUs
+        table = _npu_processes(cluster, WORKER)
+        assert "ray::RayWorke" in table, table + _logs(cluster, WORKER, name)  # worker actors hold its NPUs
 
         sv.sh(cluster, WORKER, f"docker stop -t 5 {name}")  # the worker node goes: the engine dies with it
         assert _wait_exit(cluster, HEAD, name, 60) == "1"
