@@ -48,7 +48,8 @@ DOCKERFILE_ARGS = frozenset({*OWN_ARGS, *UPSTREAM_ARGS})
 """Every build arg the plan may pass; images/vllm-ascend/Dockerfile must declare each (its test compares)."""
 
 DERIVED_BUILD_ARGS = frozenset(
-    {"BASE_IMAGE", "SOC_VERSION", "COMPILE_CUSTOM_KERNELS", "VLLM_TAG", "VLLM_ASCEND_TAG", "TORCH_NPU_VERSION"}
+    {"BASE_IMAGE", "SOC_VERSION", "COMPILE_CUSTOM_KERNELS", "VLLM_TAG", "VLLM_ASCEND_TAG"}
+    | {"TORCH_NPU_VERSION"}  # the release's torch_npu (versioning policy)
     | {
         "CANN_VERSION",
         "CANN_QUAY_URL",
