@@ -18,18 +18,38 @@ from orchestrator.spec.site import SiteSpec
 VLLM_REPO = "https://github.com/vllm-project/vllm.git"
 VLLM_ASCEND_REPO = "https://github.com/vllm-project/vllm-ascend.git"
 
-UPSTREAM_ARGS = ("SOC_VERSION", "COMPILE_CUSTOM_KERNELS", "VLLM_REPO", "VLLM_TAG", "PIP_INDEX_URL")
+UPSTREAM_ARGS = (
+    "SOC_VERSION",
+    "COMPILE_CUSTOM_KERNELS",
+    "VLLM_REPO",
+    "VLLM_TAG",
+    "PIP_INDEX_URL",
+)
 """ARGs we pass under the names vllm-ascend's own Dockerfiles declare (v0.23.0 Dockerfile: PIP_INDEX_URL,
 MOONCAKE_TAG, VLLM_REPO, VLLM_TAG, VLLM_COMMIT, SOC_VERSION, COMPILE_CUSTOM_KERNELS)."""
 
-OWN_ARGS = ("BASE_IMAGE", "VLLM_ASCEND_REPO", "VLLM_ASCEND_TAG")
-"""ARGs only our Dockerfile has: the FROM image and where to fetch vllm-ascend (upstream COPYs its tree)."""
+OWN_ARGS = (
+    "BASE_IMAGE",
+    "VLLM_ASCEND_REPO",
+    "VLLM_ASCEND_TAG",
+    "TORCH_NPU_VERSION",
+    "PYTORCH_INDEX_URL",
+    "ASCEND_INDEX_URL",
+    "APT_MIRROR",
+)
+"""ARGs only our Dockerfile has (at v0.23.0): the FROM image, where to fetch vllm-ascend (upstream COPYs its
+tree), the torch_npu the release pins (upstream takes it from vllm-ascend's requirements), the torch CPU and
+Ascend wheel indexes (upstream HEAD names; v0.23.0 hard-codes them) and an apt/yum mirror."""
+
+OPTIONAL_ARGS = frozenset({"PIP_INDEX_URL", "PYTORCH_INDEX_URL", "ASCEND_INDEX_URL", "APT_MIRROR"})
+"""Build args with a default in the Dockerfile that the plan passes only when image.build_args sets them."""
 
 DOCKERFILE_ARGS = frozenset({*OWN_ARGS, *UPSTREAM_ARGS})
 """Every build arg the plan may pass; images/vllm-ascend/Dockerfile must declare each (its test compares)."""
 
 DERIVED_BUILD_ARGS = frozenset(
     {"BASE_IMAGE", "SOC_VERSION", "COMPILE_CUSTOM_KERNELS", "VLLM_TAG", "VLLM_ASCEND_TAG"}
+    | {"TORCH_NPU_VERSION"}  # the release's torch_npu (versioning policy)
     | {
         "CANN_VERSION",
         "CANN_QUAY_URL",
@@ -87,6 +107,7 @@ def image_plans(
             "VLLM_TAG": stack.vllm,
             "VLLM_ASCEND_REPO": VLLM_ASCEND_REPO,
             "VLLM_ASCEND_TAG": stack.vllm_ascend,
+            "TORCH_NPU_VERSION": stack.torch_npu,
         }
         args.update(spec.image.build_args)
         out.append(

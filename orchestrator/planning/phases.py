@@ -104,7 +104,7 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
         ),
         (
             "image",
-            (build,) if build else (),
+            tuple(dict.fromkeys((build, *npu))) if build else (),
             f"build {images} on {build}, ship by "
             f"{'registry' if spec.image.registry else 'tarball'}, pin by {spec.image.tag_policy}",
         ),

@@ -21,6 +21,7 @@ from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SiteP
 from orchestrator.planning.roles import SITE_ROLES, container_hosts, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.render.ascend_runtime import ascend_runtime_vars
+from orchestrator.render.image_vars import image_vars
 from orchestrator.spec.hardware import Server
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.software import PackageSource
@@ -149,6 +150,7 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
         }
     )
     out.update(_preflight_vars(spec))
+    out.update(image_vars(spec))
     return out
 
 

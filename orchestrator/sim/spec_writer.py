@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from orchestrator.catalog import get_chip, get_model
+from orchestrator.catalog import get_chip, get_model, get_release
 from orchestrator.render import render_texts
 from orchestrator.render.writer import write_atomic
 from orchestrator.sim.engine import SimError
@@ -181,6 +181,22 @@ def _checkpoint(cdir: Path) -> tuple[list[str], Path]:
     return [f"generated model {model_dir} ({MODEL_BYTES // 2**20} MiB)"], model_dir
 
 
+def image_context_dir(cdir: Path) -> Path:
+    """The fake vLLM image's build context (fake_vllm_image.prepare_build_context) the spec's image.context
+    names: the image phase builds it on the build host FROM the plan's CANN base image, which `sim up` seeds
+    there as a python3 image."""
+    return cdir / "fake-vllm-image"
+
+
+def _image_context(cdir: Path) -> list[str]:
+    from orchestrator.sim.fake_vllm_image import prepare_build_context
+
+    dest = image_context_dir(cdir)
+    existed = (dest / "Dockerfile").is_file()
+    prepare_build_context(dest, get_release(VLLM_ASCEND).vllm)
+    return [] if existed else [f"assembled the fake vLLM image's build context {dest}"]
+
+
 def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_dir: Path) -> str:
     from orchestrator.sim.packages import sha256_of
 
@@ -288,6 +304,10 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
             devs = list(range(i * tp, (i + 1) * tp))
             extra = "" if per == 1 else f", devices: {devs}, port: {8000 + i}"
             lines.append(f"    - {{name: {name}, servers: [{s.name}]{extra}}}")
+    lines += [
+        "image:  # the fake vLLM image, built and shipped by the image phase like the real one",
+        f"  context: {image_context_dir(cdir).resolve()}",
+    ]
     lines += ["rollout:", "  canary: 1", "  batch_size: 1"]
     if state.gateway:
         lines += ["gateway:", "  enabled: true"]
@@ -312,7 +332,7 @@ def write_site(
     base images the plan builds the serving image FROM)."""
     changes, pkgs = _packages(cdir, PROFILES[state.profile])
     more, model_dir = _checkpoint(cdir)
-    changes += more
+    changes += more + _image_context(cdir)
     text = render_site(state, cdir, pkgs, model_dir)
     site = inventory_dir(root, state.name) / "site.yaml"
     result = validate_text(text, str(site))

@@ -42,3 +42,9 @@ class Image(SpecModel):
         "digest", description="digest: deploy by content digest (immutable); version: by tag."
     )
     compile_custom_kernels: bool = Field(True, description="COMPILE_CUSTOM_KERNELS build arg.")
+    context: str | None = Field(
+        None,
+        description="Build context on the controller: a folder with the Dockerfile and what it COPYs "
+        "(default: images/vllm-ascend of this checkout). The image tag carries a hash of its files and "
+        "the build args; the simulator points it at the fake vLLM image's context.",
+    )
