@@ -8,8 +8,9 @@ simulator's spec points at (with the checkpoint's manifest and its sha256 in the
 - a corrupted shard behind an unchanged mtime: the fast path does not read it, `--verify-weights` does -
   with repair off the phase fails naming server and file, with repair on the file is moved aside (kept)
   and copied again before serving;
-- a copy cut mid-file (rsync killed under a bandwidth limit) continues on the next apply: the seed's log
-  shows fewer bytes sent for that file than its size."""
+- check mode names the server that lost a shard and copies nothing; a copy cut mid-file (rsync killed
+  under a bandwidth limit) continues on the next apply: the seed's log shows fewer bytes sent for that
+  file than its size."""
 
 from __future__ import annotations
 
@@ -148,6 +149,9 @@ def test_corrupted_shard_is_caught_before_serving(cluster: Sim) -> None:
 def test_a_cut_copy_resumes(cluster: Sim) -> None:
     size = (source_dir(cluster) / SHARD).stat().st_size
     cluster.exec("a2-03", f"rm {WEIGHTS}/{SHARD}")
+    rc, out = apply(cluster, "--check")  # check mode: names the server that needs a copy, copies nothing
+    assert rc == 0 and changed(out)["a2-03"] > 0 and changed(out)["a2-02"] == 0, out
+    assert "No such file" in cluster.exec("a2-03", f"stat {WEIGHTS}/{SHARD} 2>&1")
     argv = [
         str(BIN / "ansible-playbook"),
         "-i",
