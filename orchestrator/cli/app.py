@@ -28,6 +28,7 @@ from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console, print_finding
 from orchestrator.cli.phase_lines import phase_head
 from orchestrator.cli.sim_cmds import sim_app
 from orchestrator.cli.sites import ROOT_ENV, example_sites, set_root
+from orchestrator.cli.weights_cmd import weights_app
 from orchestrator.planning.phases import plan_phases
 from orchestrator.render import render_texts
 from orchestrator.spec.docs import spec_reference
@@ -43,6 +44,7 @@ app = typer.Typer(
 )
 
 app.add_typer(sim_app, name="sim")
+app.add_typer(weights_app, name="weights")
 app.command("apply")(apply_command)
 
 

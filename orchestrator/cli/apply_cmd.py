@@ -141,6 +141,14 @@ def apply_command(
     yes: Annotated[
         bool, typer.Option("--yes", "-y", help="Do not ask; required when stdin is not a terminal.")
     ] = False,
+    verify_weights: Annotated[
+        bool,
+        typer.Option(
+            "--verify-weights",
+            help="weights phase: hash every weight file again (default: only files whose size or mtime "
+            "changed since their last verification).",
+        ),
+    ] = False,
     fmt: Annotated[
         Format, typer.Option("--format", help="text (people) or json (one object on stdout, nothing else).")
     ] = Format.text,
@@ -184,6 +192,7 @@ def apply_command(
         limit_arg=limit,
         check=check,
         explicit_phases=explicit,
+        extra_vars={"model_weights_verify_full": True} if verify_weights else {},
     )
     out = console()
     view: PlainProgress = PlainProgress(err) if fmt is Format.json else PlainProgress(out)

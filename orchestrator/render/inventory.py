@@ -22,6 +22,7 @@ from orchestrator.planning.roles import SITE_ROLES, container_hosts, hosts_with_
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.render.ascend_runtime import ascend_runtime_vars
 from orchestrator.render.image_vars import image_vars
+from orchestrator.render.weights_vars import weights_vars
 from orchestrator.spec.hardware import Server
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.software import PackageSource
@@ -149,6 +150,7 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
             "drift_outputs": [{"type": o.type, "path": o.path, "url_ref": o.url} for o in spec.drift.outputs],
         }
     )
+    out.update(weights_vars(spec))
     out.update(_preflight_vars(spec))
     out.update(image_vars(spec))
     return out

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -50,6 +50,7 @@ class ApplyRequest:
     limit_arg: str | None
     check: bool
     explicit_phases: bool  # --phases was given (the resume command keeps to those phases)
+    extra_vars: Mapping[str, Any] = field(default_factory=dict)  # e.g. --verify-weights
 
 
 class Observer(Protocol):
@@ -131,6 +132,7 @@ def apply(req: ApplyRequest, observer: Observer, cancel: Cancel, run_id: str | N
                 private_dir=run_dir / f"{i:02d}-{ph.name}",
                 limit=targets,
                 check=req.check,
+                extra_vars=req.extra_vars,
                 flush_facts=not any(r.artifacts for r in run.phases),
             )
             result = run_job(job, on_event=observer.progress, cancel=cancel)

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +46,13 @@ class JobSpec:
     limit: tuple[str, ...]  # the hosts of this job
     check: bool = False
     flush_facts: bool = False  # the run's first job: gather facts fresh (the later jobs reuse them)
+    extra_vars: Mapping[str, Any] = field(default_factory=dict)  # -e (JSON), e.g. --verify-weights
 
 
 def cmdline(spec: JobSpec) -> str | None:
     args = (["--check", "--diff"] if spec.check else []) + (["--flush-cache"] if spec.flush_facts else [])
+    if spec.extra_vars:
+        args += ["-e", shlex.quote(json.dumps(dict(spec.extra_vars), sort_keys=True))]
     return " ".join(args) or None
 
 

@@ -26,7 +26,7 @@ from docker.errors import DockerException
 SOCKET = Path("/var/run/docker.sock")
 DOCKERD_LOG = Path("/var/log/ascend-sim-dockerd.log")
 DOCKERD_ARGS = ("--bridge=none", "--iptables=false", "--ip-masq=false")
-APT_PACKAGES = ("docker.io", "debootstrap")
+APT_PACKAGES = ("docker.io", "debootstrap", "rsync")
 START_TIMEOUT_S = 60.0
 
 
@@ -43,7 +43,8 @@ def _say(msg: str) -> None:
 
 
 def _missing_tools() -> list[str]:
-    need = {"dockerd": "docker.io", "debootstrap": "debootstrap"}
+    # rsync: the weights phase copies from the controller with ansible.posix.synchronize
+    need = {"dockerd": "docker.io", "debootstrap": "debootstrap", "rsync": "rsync"}
     return sorted({pkg for tool, pkg in need.items() if shutil.which(tool) is None})
 
 

@@ -4,6 +4,7 @@ and the tiny DeepSeek-shaped checkpoint it points at (both under .orchestrator/s
 
 from __future__ import annotations
 
+import hashlib
 import platform
 import shutil
 from collections.abc import Callable
@@ -167,9 +168,15 @@ def _packages(cdir: Path, profile: Profile) -> tuple[list[str], dict[str, Path]]
 
 
 def _checkpoint(cdir: Path) -> tuple[list[str], Path]:
+    """The checkpoint and its weights manifest (the spec's manifest_sha256: every server verifies it)."""
+    from orchestrator.weights.manifest import MANIFEST_NAME, write_manifest
+
     model_dir = cdir / "model" / MODEL_NAME
     if (model_dir / "config.json").is_file():
-        return [], model_dir
+        if (model_dir / MANIFEST_NAME).is_file():
+            return [], model_dir
+        write_manifest(model_dir)
+        return [f"wrote the weights manifest {model_dir / MANIFEST_NAME}"], model_dir
     try:
         from orchestrator.sim.checkpoint import generate_checkpoint
     except ImportError:
@@ -178,6 +185,7 @@ def _checkpoint(cdir: Path) -> tuple[list[str], Path]:
             "Fix: update the checkout; it ships with the simulator."
         ) from None
     generate_checkpoint(model_dir, total_bytes=MODEL_BYTES, shards=2, arch=MODEL_ARCH, seed=0)
+    write_manifest(model_dir)
     return [f"generated model {model_dir} ({MODEL_BYTES // 2**20} MiB)"], model_dir
 
 
@@ -195,6 +203,14 @@ def _image_context(cdir: Path) -> list[str]:
     existed = (dest / "Dockerfile").is_file()
     prepare_build_context(dest, get_release(VLLM_ASCEND).vllm)
     return [] if existed else [f"assembled the fake vLLM image's build context {dest}"]
+
+
+def _manifest_line(model_dir: Path) -> list[str]:
+    """manifest_sha256 of the checkpoint's manifest (written with it by _checkpoint)."""
+    from orchestrator.weights.manifest import MANIFEST_NAME
+
+    path = model_dir / MANIFEST_NAME
+    return [f"    manifest_sha256: {hashlib.sha256(path.read_bytes()).hexdigest()}"] if path.is_file() else []
 
 
 def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_dir: Path) -> str:
@@ -284,6 +300,7 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
         "  source:",
         "    type: controller",
         f"    location: {model_dir.resolve()}",
+        *_manifest_line(model_dir),
         f"  served_name: {SERVED_NAME}",
         "serving:",
         f"  parallelism: {{tp: {tp}}}",

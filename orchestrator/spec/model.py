@@ -38,7 +38,28 @@ class WeightsSource(SpecModel):
     )
     location: str | None = Field(None, description="Controller path or URL (not for 'staged').")
     manifest_sha256: str | None = Field(
-        None, pattern=r"^[0-9a-f]{64}$", description="sha256 of the checksum manifest of the weight files."
+        None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="sha256 of the weights manifest (`orchestrator weights manifest DIR` prints it); every "
+        "server verifies its copy against the manifest before serving. Without it nothing is verified.",
+    )
+    manifest: str | None = Field(
+        None,
+        pattern=r"^/",
+        description="Controller path of the manifest; default: weights.manifest.json in the controller "
+        "location (controller), in the cache (url) or on each server in weights_path (staged).",
+    )
+    repair: bool = Field(
+        True,
+        description="A server file that does not match the manifest is moved aside (renamed "
+        "<file>.mismatch-<time>, never deleted) and copied again; false: the weights phase fails naming it.",
+    )
+    bwlimit_mib_s: float | None = Field(
+        None, gt=0, le=100000, allow_inf_nan=False, description="Bandwidth cap of each copy, in MiB/s."
+    )
+    seeds: int = Field(1, ge=1, le=64, description="Servers the controller copies to before fan-out.")
+    port: int = Field(
+        8873, ge=1024, le=65535, description="TCP port of the temporary rsync daemon on seeding servers."
     )
 
 
