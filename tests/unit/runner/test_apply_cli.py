@@ -24,10 +24,11 @@ def copy_site(tmp_path: Path, name: str = SITE) -> Path:
 def test_phase_selection_errors_are_usage_errors(tmp_path: Path) -> None:
     root = copy_site(tmp_path)
     cases = {
-        ("--phases", "weights"): "phase weights is not implemented yet (issue 9 brings playbooks/weights.yml); "
-        "phases that run today: preflight, drivers, host, network, image",
+        ("--phases", "gateway"): "phase gateway is not implemented yet (issue 10 brings "
+        "playbooks/gateway.yml); phases that run today: preflight, drivers, host, network, image, weights, "
+        "serve",
         ("--phases", "bogus"): "no phase 'bogus'; the phases are preflight, drivers, host, network, image",
-        ("--from-phase", "serve"): "phase serve is not implemented yet (issue 9",
+        ("--from-phase", "monitoring"): "phase monitoring is not implemented yet (issue 12",
         ("--phases", "host", "--from-phase", "host"): "use either --phases or --from-phase, not both",
         ("--phases", ","): "name at least one phase",
         ("--limit", "nope"): "'nope' is neither a host nor a group of this site; hosts: a2-01, a2-02, a2-03, "
