@@ -24,8 +24,8 @@ def copy_site(tmp_path: Path, name: str = SITE) -> Path:
 def test_phase_selection_errors_are_usage_errors(tmp_path: Path) -> None:
     root = copy_site(tmp_path)
     cases = {
-        ("--phases", "weights"): "phase weights is not implemented yet (issue 9 brings playbooks/weights.yml); "
-        "phases that run today: preflight, drivers, host, network, image",
+        ("--phases", "weights"): "phase weights is not implemented yet (issue 9 brings "
+        "playbooks/weights.yml); phases that run today: preflight, drivers, host, network, image",
         ("--phases", "bogus"): "no phase 'bogus'; the phases are preflight, drivers, host, network, image",
         ("--from-phase", "serve"): "phase serve is not implemented yet (issue 9",
         ("--phases", "host", "--from-phase", "host"): "use either --phases or --from-phase, not both",
