@@ -51,6 +51,7 @@ def test_a_release_outside_the_matrix_uses_the_explicit_versions(single: dict[st
         "VLLM_ASCEND_TAG": "v0.26.0",
         "VLLM_REPO": VLLM_REPO,
         "VLLM_TAG": "v0.26.0",
+        "TORCH_NPU_VERSION": "2.11.0",  # the explicit torch_npu of the stack
     }
 
 

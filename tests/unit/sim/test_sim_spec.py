@@ -10,7 +10,7 @@ import pytest
 
 from orchestrator.sim import cluster
 from orchestrator.sim.engine import SimError
-from orchestrator.sim.spec_writer import PROFILES, _packages, render_site
+from orchestrator.sim.spec_writer import PROFILES, _image_context, _packages, image_context_dir, render_site
 from orchestrator.sim.state import ClusterState, SimServer
 from orchestrator.validation import validate_text
 
@@ -42,3 +42,17 @@ def test_without_span_every_server_is_its_own_replica(tmp_path: Path) -> None:
 def test_span_out_of_range_is_refused_with_a_fix(tmp_path: Path, span: int) -> None:
     with pytest.raises(SimError, match=r"--span .* Fix: give 1 to --nodes"):
         cluster.up(tmp_path, ClusterState("tst", "atlas-800t-a2", 3, False, False, span), print)
+
+
+def test_the_image_phase_builds_the_fake_vllm_image_from_the_assembled_context(tmp_path: Path) -> None:
+    result = validate_text(site(tmp_path, 3, 1), "site.yaml")
+    assert result.spec is not None
+    assert result.spec.image.context == str(image_context_dir(tmp_path).resolve())
+    assert _image_context(tmp_path) == [
+        f"assembled the fake vLLM image's build context {image_context_dir(tmp_path)}"
+    ]
+    context = image_context_dir(tmp_path)
+    # the fake's own Dockerfile (FROM the plan's BASE_IMAGE) and the flag table of the site's vLLM
+    assert "FROM ${BASE_IMAGE}" in (context / "Dockerfile").read_text(encoding="utf-8")
+    assert (context / "flags.json").is_file() and (context / "fake_vllm" / "server.py").is_file()
+    assert _image_context(tmp_path) == []  # assembled again (same content), not reported
