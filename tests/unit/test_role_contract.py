@@ -95,7 +95,7 @@ def _walk(node: Any, key: str | None, where: str, role: RoleVars) -> None:
                 role.defined.add(v)
             elif k == "vars" and isinstance(v, dict):
                 role.defined.update(v)
-            elif k == "loop_var" and isinstance(v, str):
+            elif k in ("loop_var", "index_var") and isinstance(v, str):
                 role.defined.add(v)
             elif k in ("ansible.builtin.set_fact", "set_fact") and isinstance(v, dict):
                 role.defined.update(n for n in v if n != "cacheable")

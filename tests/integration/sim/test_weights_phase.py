@@ -68,7 +68,12 @@ def server_hashes(sim: Sim, server: str) -> dict[str, str]:
 
 
 def fact(sim: Sim, server: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(sim.exec(server, f"cat {FACT}"))
+    for _ in range(3):  # on a loaded machine a docker exec has come back with no output at all
+        text = sim.exec(server, f"cat {FACT}")
+        if text.strip():
+            break
+        time.sleep(2)
+    data: dict[str, Any] = json.loads(text)
     return data
 
 
