@@ -252,6 +252,14 @@ def up(root: Path, wanted: ClusterState, say: Say) -> list[str]:
             f"--span {wanted.span} does not fit {wanted.nodes} x {wanted.profile}. Fix: give 1 to --nodes "
             "servers, and 1 for profiles that put several replicas on one server."
         )
+    if wanted.layout not in spec_writer.LAYOUTS:
+        raise SimError(f"Unknown layout '{wanted.layout}'. Fix: use one of {', '.join(spec_writer.LAYOUTS)}.")
+    if wanted.layout == "mixed" and (wanted.nodes < spec_writer.MIXED_MIN_NODES or wanted.span > 1):
+        raise SimError(
+            f"--layout mixed needs {spec_writer.MIXED_MIN_NODES} or more NPU servers and no --span (it places "
+            f"a two-server replica itself); got --nodes {wanted.nodes} --span {wanted.span}. "
+            f"Fix: `sim up --nodes {spec_writer.MIXED_MIN_NODES} --layout mixed`."
+        )
     spec_writer.check_inventory_free(root, wanted.name)
     state = load_state(root, wanted.name)
     if state is not None and not state.same_shape(wanted):
