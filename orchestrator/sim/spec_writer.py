@@ -311,11 +311,13 @@ def _replicas_mixed(state: ClusterState, half: int) -> list[str]:
     using every NPU on each further server."""
     npu = [s for s in state.servers if s.npu]
     devices = PROFILES[state.profile].devices
-    lines = [f"    - {{name: mn, servers: [{npu[0].name}, {npu[1].name}], parallelism: {{tp: {half}, dp: 4}}}}"]
+    pair = f"[{npu[0].name}, {npu[1].name}]"
+    lines = [f"    - {{name: mn, servers: {pair}, parallelism: {{tp: {half}, dp: 4}}}}"]
     split = npu[2].name
     for i, suffix in enumerate(("a", "b")):
         devs = list(range(i * half, (i + 1) * half))
-        lines.append(f"    - {{name: {split}-{suffix}, servers: [{split}], devices: {devs}, port: {8000 + i}}}")
+        port = 8000 + i
+        lines.append(f"    - {{name: {split}-{suffix}, servers: [{split}], devices: {devs}, port: {port}}}")
     for s in npu[3:]:
         lines.append(f"    - {{name: {s.name}, servers: [{s.name}], parallelism: {{tp: {devices}}}}}")
     return lines

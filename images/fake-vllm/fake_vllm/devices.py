@@ -84,12 +84,18 @@ def check_devices(mask: str | None, dev_dir: Path, needed: int | None, needed_wh
     shown = ", ".join(f"davinci{n}" for n in given) or "none"
     for n in logical:
         if n >= len(given):
+            acl = (
+                f"set ASCEND_RT_VISIBLE_DEVICES:{n} error, input data rang[0-{len(given)}). "
+                f"open device {n} failed, runtime result = 107001."
+            )
+            hint = (
+                f"Inside a container the mask takes logical IDs 0..{max(len(given) - 1, 0)} of the "
+                "/dev/davinciN given (--device), not the host's N."
+            )
             raise DeviceError(
                 "RuntimeError",
-                f"ASCEND_RT_VISIBLE_DEVICES={mask} names NPU {n}, but this container was given {len(given)} "
-                f"NPU(s) ({shown}): set ASCEND_RT_VISIBLE_DEVICES:{n} error, input data rang[0-{len(given)}). "
-                f"open device {n} failed, runtime result = 107001. Inside a container the mask takes logical "
-                f"IDs 0..{max(len(given) - 1, 0)} of the /dev/davinciN given (--device), not the host's N.",
+                f"ASCEND_RT_VISIBLE_DEVICES={mask} names NPU {n}, but this container was given "
+                f"{len(given)} NPU(s) ({shown}): {acl} {hint}",
             )
     devices = [given[n] for n in logical]
     for name in MANAGEMENT_DEVICES:

@@ -27,7 +27,10 @@ READ_MIB_S = 400.0  # what the weights phase would measure; the serve role deriv
 
 def _manifest(model_dir: Path) -> tuple[str, int, int]:
     files = sorted(p for p in model_dir.rglob("*") if p.is_file())
-    lines = [f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.stat().st_size}  {p.relative_to(model_dir)}" for p in files]
+    lines = [
+        f"{hashlib.sha256(p.read_bytes()).hexdigest()}  {p.stat().st_size}  {p.relative_to(model_dir)}"
+        for p in files
+    ]
     digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
     return digest, sum(p.stat().st_size for p in files), len(files)
 

@@ -27,7 +27,7 @@ def test_phase_selection_errors_are_usage_errors(tmp_path: Path) -> None:
         ("--phases", "image"): "phase image is not implemented yet (issue 9 brings playbooks/image.yml); "
         "phases that run today: preflight, drivers, host, network",
         ("--phases", "bogus"): "no phase 'bogus'; the phases are preflight, drivers, host, network, image",
-        ("--from-phase", "serve"): "phase serve is not implemented yet (issue 9",
+        ("--from-phase", "gateway"): "phase gateway is not implemented yet (issue 10",
         ("--phases", "host", "--from-phase", "host"): "use either --phases or --from-phase, not both",
         ("--phases", ","): "name at least one phase",
         ("--limit", "nope"): "'nope' is neither a host nor a group of this site; hosts: a2-01, a2-02, a2-03, "

@@ -28,9 +28,7 @@ def test_mask_naming_a_device_not_given(sandbox: Sandbox, checkpoints: dict[str,
     assert not sandbox.process_table()
 
 
-def test_mask_takes_logical_ids_of_the_devices_given(
-    sandbox: Sandbox, checkpoints: dict[str, Path]
-) -> None:
+def test_mask_takes_logical_ids_of_the_devices_given(sandbox: Sandbox, checkpoints: dict[str, Path]) -> None:
     """CANN: inside a container ASCEND_RT_VISIBLE_DEVICES holds logical IDs 0..n-1 of the devices given; a
     container given davinci2 and davinci3 runs on physical 2 and 3 with mask 0,1 and refuses mask 2,3."""
     for n in (0, 1):

@@ -18,7 +18,7 @@ import hashlib
 import ipaddress
 import json
 import math
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 MANAGEMENT_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
 ROUND_S = 30
@@ -45,11 +45,11 @@ def startup_timeout(
     return max(int(min_s), int(math.ceil(total / ROUND_S) * ROUND_S))
 
 
-def interface_of(facts: Dict[str, Any], address: str) -> Optional[str]:
-    """The network interface carrying ``address``: the one holding it (primary or secondary IPv4), else the one
-    whose IPv4 network contains it (a loopback alias 127.0.0.N on lo's 127.0.0.0/8); None when none."""
+def interface_of(facts: dict[str, Any], address: str) -> str | None:
+    """The network interface carrying ``address``: the one holding it (primary or secondary IPv4), else the
+    one whose IPv4 network contains it (a loopback alias 127.0.0.N on lo's 127.0.0.0/8); None when none."""
     target = ipaddress.ip_address(address)
-    containing: Optional[str] = None
+    containing: str | None = None
     for name in sorted(facts.get("interfaces") or []):
         info = facts.get(name.replace("-", "_").replace(".", "_")) or facts.get(name) or {}
         ipv4 = info.get("ipv4")
@@ -66,10 +66,10 @@ def interface_of(facts: Dict[str, Any], address: str) -> Optional[str]:
     return containing
 
 
-def _cpus(text: str) -> List[int]:
-    out: List[int] = []
-    for part in str(text).split(","):
-        part = part.strip()
+def _cpus(text: str) -> list[int]:
+    out: list[int] = []
+    for raw in str(text).split(","):
+        part = raw.strip()
         if not part:
             continue
         lo, _, hi = part.partition("-")
@@ -77,8 +77,8 @@ def _cpus(text: str) -> List[int]:
     return out
 
 
-def _cpulist(cpus: List[int]) -> str:
-    ranges: List[str] = []
+def _cpulist(cpus: list[int]) -> str:
+    ranges: list[str] = []
     for cpu in sorted(set(cpus)):
         if ranges and cpu == int(ranges[-1].split("-")[-1]) + 1:
             ranges[-1] = f"{ranges[-1].split('-')[0]}-{cpu}"
@@ -87,13 +87,13 @@ def _cpulist(cpus: List[int]) -> str:
     return ",".join(ranges)
 
 
-def npu_cpuset(npus: Optional[Dict[str, Any]], devices: List[int], online: Any = None) -> Optional[str]:
+def npu_cpuset(npus: dict[str, Any] | None, devices: list[int], online: Any = None) -> str | None:
     """The CPUs local to ``devices`` (union of their npu-smi CPU affinity), as a cpuset list; None when the
     topology is unknown for one of them (no fact, A3 prints no affinity) or, given ``online`` (the host's
     online CPU list), when a CPU of it is not online (a cpuset naming absent CPUs fails `docker run`)."""
     if not npus:
         return None
-    cpus: List[int] = []
+    cpus: list[int] = []
     for dev in devices:
         affinity = (npus.get(str(dev)) or {}).get("cpu_affinity")
         if not affinity:
@@ -104,7 +104,7 @@ def npu_cpuset(npus: Optional[Dict[str, Any]], devices: List[int], online: Any =
     return _cpulist(cpus) or None
 
 
-def vllm_serve_container(instance: Dict[str, Any], opts: Dict[str, Any]) -> Dict[str, Any]:
+def vllm_serve_container(instance: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
     """community.docker.docker_container parameters of one serving instance, its release hash and record.
 
     opts: image_id, weights_manifest, mounts (host paths mounted at the same place, read-only unless listed in
@@ -128,7 +128,7 @@ def vllm_serve_container(instance: Dict[str, Any], opts: Dict[str, Any]) -> Dict
         volumes.append(f"{opts['api_key_file']}:{opts['api_key_mount']}:ro")
         env["VLLM_API_KEY_FILE"] = str(opts["api_key_mount"])
     command = ["vllm", *[str(a) for a in instance["args"]]]
-    params: Dict[str, Any] = {
+    params: dict[str, Any] = {
         "name": instance["container_name"],
         "image": opts["image_id"],
         "command": command,
@@ -168,10 +168,10 @@ def vllm_serve_container(instance: Dict[str, Any], opts: Dict[str, Any]) -> Dict
     }
 
 
-def stale(results: List[Dict[str, Any]]) -> List[str]:
+def stale(results: list[dict[str, Any]]) -> list[str]:
     """Replicas (of docker_container_info loop results over the wanted containers) whose container here is
     missing, not running, or runs another release."""
-    out: List[str] = []
+    out: list[str] = []
     for res in results:
         want = res["item"]
         ctr = res.get("container") or {}
@@ -190,7 +190,7 @@ def _hostvar(hostvars: Any, host: str, name: str, default: Any) -> Any:
     return default if value is None else value
 
 
-def restart(replicas: List[Dict[str, Any]], hostvars: Any, play_hosts: List[str]) -> List[str]:
+def restart(replicas: list[dict[str, Any]], hostvars: Any, play_hosts: list[str]) -> list[str]:
     """Replicas (rendered rollout_replicas) with a stale member (_vllm_serve_stale) on any host of this play:
     each restarts as a unit on all its members. A member outside the play (--limit) counts as current."""
     out = []
@@ -202,7 +202,7 @@ def restart(replicas: List[Dict[str, Any]], hostvars: Any, play_hosts: List[str]
     return out
 
 
-def members(replicas: List[Dict[str, Any]], hostvars: Any) -> List[List[str]]:
+def members(replicas: list[dict[str, Any]], hostvars: Any) -> list[list[str]]:
     """[host, container] of every member of ``replicas`` (their wanted containers, _vllm_serve_wanted)."""
     out = []
     for rep in replicas:
@@ -213,7 +213,7 @@ def members(replicas: List[Dict[str, Any]], hostvars: Any) -> List[List[str]]:
     return out
 
 
-def ready(replicas: List[Dict[str, Any]], hostvars: Any) -> List[str]:
+def ready(replicas: list[dict[str, Any]], hostvars: Any) -> list[str]:
     """Names of ``replicas`` whose head reported them ready in this run (_vllm_serve_ready on the head)."""
     return [
         str(rep["name"])
@@ -223,7 +223,7 @@ def ready(replicas: List[Dict[str, Any]], hostvars: Any) -> List[str]:
 
 
 class FilterModule:
-    def filters(self) -> Dict[str, Any]:
+    def filters(self) -> dict[str, Any]:
         return {
             "vllm_serve_container": vllm_serve_container,
             "vllm_serve_startup_timeout": startup_timeout,

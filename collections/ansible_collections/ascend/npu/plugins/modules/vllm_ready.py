@@ -77,12 +77,12 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 
 
-def get(url: str, key: Optional[str] = None, timeout: float = 5.0) -> Tuple[int, str]:
+def get(url: str, key: str | None = None, timeout: float = 5.0) -> tuple[int, str]:
     req = urllib.request.Request(url)
     if key:
         req.add_header("Authorization", f"Bearer {key}")
@@ -95,7 +95,7 @@ def get(url: str, key: Optional[str] = None, timeout: float = 5.0) -> Tuple[int,
         return 0, str(exc)
 
 
-def container_state(name: str) -> Tuple[str, Optional[int]]:
+def container_state(name: str) -> tuple[str, int | None]:
     proc = subprocess.run(
         ["docker", "inspect", "-f", "{{json .State}}", name], capture_output=True, text=True, check=False
     )
@@ -105,7 +105,7 @@ def container_state(name: str) -> Tuple[str, Optional[int]]:
     return str(state.get("Status") or "unknown"), state.get("ExitCode")
 
 
-def log_tail(name: str, lines: int) -> List[str]:
+def log_tail(name: str, lines: int) -> list[str]:
     proc = subprocess.run(
         ["docker", "logs", "--tail", str(lines), name], capture_output=True, text=True, check=False
     )
@@ -114,7 +114,7 @@ def log_tail(name: str, lines: int) -> List[str]:
 
 def lists_model(body: str, model: str) -> bool:
     try:
-        data: Dict[str, Any] = json.loads(body)
+        data: dict[str, Any] = json.loads(body)
     except ValueError:
         return False
     return any(m.get("id") == model for m in data.get("data") or [] if isinstance(m, dict))
