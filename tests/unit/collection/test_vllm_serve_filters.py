@@ -119,3 +119,16 @@ def test_a_replica_restarts_on_every_member_when_one_is_stale() -> None:
     assert f.stale([{"item": want, "container": running}]) == []
     assert f.stale([{"item": {**want, "release": "r2"}, "container": running}]) == ["mn"]
     assert f.stale([{"item": want, "container": None}]) == ["mn"]
+
+
+def test_ray_members_start_ray_then_the_head_serves_in_the_same_container() -> None:
+    ray = {"start_args": ["start", "--address", "10.0.0.1:6379", "--block"]}
+    worker = f.vllm_serve_container(_instance(role="ray-worker", mode="ray", args=[], ray=ray), OPTS)
+    assert worker["params"]["command"] == ["ray", "start", "--address", "10.0.0.1:6379", "--block"]
+    head_ray = {"start_args": ["start", "--head", "--resources", '{"NPU": 8}']}
+    head = f.vllm_serve_container(_instance(mode="ray", ray=head_ray), OPTS)["params"]["command"]
+    assert head == [
+        "sh",
+        "-c",
+        "ray start --head --resources '{\"NPU\": 8}' && exec vllm serve /m --port 8000",
+    ]

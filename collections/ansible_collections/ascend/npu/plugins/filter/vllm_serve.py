@@ -18,6 +18,7 @@ import hashlib
 import ipaddress
 import json
 import math
+import shlex
 from typing import Any
 
 MANAGEMENT_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
@@ -104,6 +105,20 @@ def npu_cpuset(npus: dict[str, Any] | None, devices: list[int], online: Any = No
     return _cpulist(cpus) or None
 
 
+def _command(instance: dict[str, Any]) -> list[str]:
+    """`vllm serve ...`; a Ray member (docs/ray.md, vllm-ascend tutorials/features/ray.md): the worker runs
+    `ray start --address ... --block` as its only process, the head `ray start --head ...` and then, in the
+    same container, `vllm serve ... --distributed-executor-backend ray`."""
+    vllm = ["vllm", *[str(a) for a in instance["args"]]]
+    ray = instance.get("ray")
+    if not ray:
+        return vllm
+    start = ["ray", *[str(a) for a in ray["start_args"]]]
+    if not instance["args"]:
+        return start
+    return ["sh", "-c", f"{shlex.join(start)} && exec {shlex.join(vllm)}"]
+
+
 def vllm_serve_container(instance: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
     """community.docker.docker_container parameters of one serving instance, its release hash and record.
 
@@ -127,7 +142,7 @@ def vllm_serve_container(instance: dict[str, Any], opts: dict[str, Any]) -> dict
     if opts.get("api_key_file"):
         volumes.append(f"{opts['api_key_file']}:{opts['api_key_mount']}:ro")
         env["VLLM_API_KEY_FILE"] = str(opts["api_key_mount"])
-    command = ["vllm", *[str(a) for a in instance["args"]]]
+    command = _command(instance)
     params: dict[str, Any] = {
         "name": instance["container_name"],
         "image": opts["image_id"],
