@@ -25,7 +25,7 @@ import yaml
 
 from tests.integration.sim.serve_standin import stand_in_image_and_weights
 from tests.integration.sim.serving_helpers import host_vars, sh
-from tests.integration.sim.sim_helpers import Sim, ansible_playbook, module_cluster, recap
+from tests.integration.sim.sim_helpers import BIN, Sim, ansible_playbook, module_cluster, recap, run
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,9 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
 
 
 def apply_json(sim: Sim, *args: str) -> dict[str, Any]:
-    proc = sim.cli("apply", sim.name, "--yes", "--format", "json", *args, check=False)
+    # the host layer takes ~4 min on a quiet 2-core machine; leave room for a busy one
+    argv = [str(BIN / "orchestrator"), "apply", sim.name, "--yes", "--format", "json", *args]
+    proc = run(argv, sim.root, check=False, timeout=1800)
     OUTPUTS.append(proc.stdout + proc.stderr)
     assert proc.stdout.count("\n") == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     out: dict[str, Any] = json.loads(proc.stdout)
