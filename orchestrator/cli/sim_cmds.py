@@ -36,6 +36,11 @@ class ProfileName(StrEnum):
     duo = "atlas-300i-duo"
 
 
+class Layout(StrEnum):
+    default = "default"
+    mixed = "mixed"
+
+
 class Mode(StrEnum):
     stop = "stop"
     pause = "pause"
@@ -93,6 +98,14 @@ def up(
         int,
         typer.Option(help="NPU servers of the first replica (2+: one multi-node replica, data parallel)."),
     ] = 1,
+    layout: Annotated[
+        Layout,
+        typer.Option(
+            help="Replicas of the spec. default: one per server (--span: the first over several); mixed (3+ "
+            "servers): a multi-node DP replica on 2 servers, a server holding two replicas on disjoint NPUs, "
+            "and an API key in a secret file."
+        ),
+    ] = Layout.default,
     name: NameOpt = DEFAULT_NAME,
 ) -> None:
     """Bring the cluster up and write inventories/<name>/site.yaml; running it again changes nothing."""
@@ -100,7 +113,7 @@ def up(
     from orchestrator.sim.state import ClusterState
 
     started = time.monotonic()
-    wanted = ClusterState(name, profile.value, nodes, gateway, monitoring, span)
+    wanted = ClusterState(name, profile.value, nodes, gateway, monitoring, span, layout.value)
     changes = _run(lambda: cluster.up(_root(), wanted, _say))
     out = console()
     for change in changes:

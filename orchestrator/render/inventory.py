@@ -23,6 +23,7 @@ from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.render.ascend_runtime import ascend_runtime_vars
 from orchestrator.render.image_vars import image_vars
 from orchestrator.render.weights_vars import weights_vars
+from orchestrator.render.serve_vars import serve_vars
 from orchestrator.spec.hardware import Server
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.software import PackageSource
@@ -380,7 +381,11 @@ def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
     """Relative path -> YAML content, in a fixed order."""
     files: Files = {
         "hosts.yml": _groups(spec, plan),
-        "group_vars/all.yml": {**_all_vars(spec, plan, spec_sha256), **_container_runtime_vars(spec)},
+        "group_vars/all.yml": {
+            **_all_vars(spec, plan, spec_sha256),
+            **serve_vars(spec, plan),
+            **_container_runtime_vars(spec),
+        },
         "group_vars/npu.yml": _npu_vars(spec, plan),
     }
     servers = {s.name: s for s in spec.servers}

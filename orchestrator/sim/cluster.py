@@ -238,8 +238,7 @@ def _host_lock() -> Iterator[None]:
         os.close(fd)
 
 
-def up(root: Path, wanted: ClusterState, say: Say) -> list[str]:
-    """Bring the cluster to the wanted shape; returns what changed (empty: nothing)."""
+def _check_shape(wanted: ClusterState) -> None:
     check_name(wanted.name)
     if wanted.profile not in PROFILES:
         raise SimError(f"Unknown profile '{wanted.profile}'. Fix: use one of {', '.join(PROFILES)}.")
@@ -252,6 +251,21 @@ def up(root: Path, wanted: ClusterState, say: Say) -> list[str]:
             f"--span {wanted.span} does not fit {wanted.nodes} x {wanted.profile}. Fix: give 1 to --nodes "
             "servers, and 1 for profiles that put several replicas on one server."
         )
+    layouts = spec_writer.LAYOUTS
+    if wanted.layout not in layouts:
+        raise SimError(f"Unknown layout '{wanted.layout}'. Fix: use one of {', '.join(layouts)}.")
+    least = spec_writer.MIXED_MIN_NODES
+    if wanted.layout == "mixed" and (wanted.nodes < least or wanted.span > 1):
+        raise SimError(
+            f"--layout mixed needs {least} or more NPU servers and no --span (it places a two-server "
+            f"replica itself); got --nodes {wanted.nodes} --span {wanted.span}. Fix: `sim up --nodes {least} "
+            "--layout mixed`."
+        )
+
+
+def up(root: Path, wanted: ClusterState, say: Say) -> list[str]:
+    """Bring the cluster to the wanted shape; returns what changed (empty: nothing)."""
+    _check_shape(wanted)
     spec_writer.check_inventory_free(root, wanted.name)
     state = load_state(root, wanted.name)
     if state is not None and not state.same_shape(wanted):

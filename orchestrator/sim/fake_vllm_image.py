@@ -5,6 +5,7 @@ inside simulated servers' containers. Layout (mirrors the image, under /opt/fake
 
     dest/Dockerfile        images/fake-vllm/Dockerfile (ARG BASE_IMAGE: the simulator's base image)
     dest/vllm, dest/ray    images/fake-vllm/vllm and ray, the console shims (`vllm serve`, `ray start`)
+    dest/vllm-entrypoint   the ENTRYPOINT: VLLM_API_KEY_FILE -> VLLM_API_KEY, then exec the command
     dest/flags.json        the generated `vllm serve` flag table of the site's vLLM release
                            (fake_vllm_flags.write_flags_json)
     dest/fake_vllm/*.py    the standalone server modules (SERVER_MODULES)
@@ -45,7 +46,7 @@ SERVER_MODULES: tuple[str, ...] = (
     "vocab.txt",
     "wire.py",
 )
-SHIMS: tuple[str, ...] = ("vllm", "ray")
+SHIMS: tuple[str, ...] = ("vllm", "ray", "vllm-entrypoint")
 
 
 def prepare_build_context(dest: Path, vllm_version: str | None = None) -> Path:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import platform
+import secrets
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ MODEL_NAME = "sim-deepseek-tiny"
 MODEL_ARCH = "DeepSeek-V3"  # the checkpoint generator writes this architecture's config.json
 MODEL_BYTES = 32 * 1024 * 1024  # bf16: 16 M parameters
 SERVED_NAME = "sim-deepseek"
+LAYOUTS = ("default", "mixed")  # `sim up --layout`: what the spec's serving.replicas look like
+MIXED_MIN_NODES = 3
 # The servers are containers of the controller's kernel: `uname -m` there is the controller's machine, so
 # the profile says so (profiles.<p>.arch), the fake driver package is built for it (Huawei names the
 # architecture in the driver file name) and the fake installers' hardware.json says the same. The preflight
@@ -218,9 +221,7 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
 
     prof = PROFILES[state.profile]
     arch = get_model(MODEL_ARCH)
-    devices = prof.devices
-    per = prof.replicas_per_server
-    tp = devices // per
+    tp = prof.devices // prof.replicas_per_server if state.layout == "default" else prof.devices // 2
     lines = [
         f"{MARKER} for the simulated cluster '{state.name}' ({state.describe()}).",
         f"# Do not edit: `orchestrator sim down --name {state.name}` removes it with the cluster.",
@@ -303,12 +304,27 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
         *_manifest_line(model_dir),
         f"  served_name: {SERVED_NAME}",
         "serving:",
-        f"  parallelism: {{tp: {tp}}}",
-        "  max_model_len: 4096",
-        "  max_num_seqs: 16",
-        *(["  enforce_eager: true"] if prof.chip == "310P3" else []),
-        "  replicas:",
+        *_serving(state, cdir, tp),
+        "image:  # the fake vLLM image, built and shipped by the image phase like the real one",
+        f"  context: {image_context_dir(cdir).resolve()}",
     ]
+    lines += ["rollout:", "  canary: 1", "  batch_size: 1"]
+    if state.gateway:
+        lines += ["gateway:", "  enabled: true"]
+    return "\n".join(lines) + "\n"
+
+
+def api_key_file(cdir: Path) -> Path:
+    """The mixed layout's API key (serving.api_key: file:...), readable by the controller's user only."""
+    return cdir / "api-key"
+
+
+def _replicas_default(state: ClusterState, tp: int) -> list[str]:
+    """One replica per server using all its NPUs (several per server on profiles that say so); with
+    --span N the first replica spans N servers (data parallel, tp on each)."""
+    prof = PROFILES[state.profile]
+    per = prof.replicas_per_server
+    lines: list[str] = []
     npu = [s for s in state.servers if s.npu]
     if state.span > 1:  # one replica over several servers: data parallel, tp on each (vllm-ascend multi-node)
         members = ", ".join(s.name for s in npu[: state.span])
@@ -321,14 +337,38 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
             devs = list(range(i * tp, (i + 1) * tp))
             extra = "" if per == 1 else f", devices: {devs}, port: {8000 + i}"
             lines.append(f"    - {{name: {name}, servers: [{s.name}]{extra}}}")
-    lines += [
-        "image:  # the fake vLLM image, built and shipped by the image phase like the real one",
-        f"  context: {image_context_dir(cdir).resolve()}",
-    ]
-    lines += ["rollout:", "  canary: 1", "  batch_size: 1"]
-    if state.gateway:
-        lines += ["gateway:", "  enabled: true"]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _replicas_mixed(state: ClusterState, half: int) -> list[str]:
+    """Every serving path at once: a multi-node DP replica on the first two servers (tp=half, two DP ranks
+    on each), the third server split in two replicas on disjoint NPUs (ports 8000 and 8001), and one replica
+    using every NPU on each further server."""
+    npu = [s for s in state.servers if s.npu]
+    devices = PROFILES[state.profile].devices
+    pair = f"[{npu[0].name}, {npu[1].name}]"
+    lines = [f"    - {{name: mn, servers: {pair}, parallelism: {{tp: {half}, dp: 4}}}}"]
+    split = npu[2].name
+    for i, suffix in enumerate(("a", "b")):
+        devs = list(range(i * half, (i + 1) * half))
+        port = 8000 + i
+        lines.append(f"    - {{name: {split}-{suffix}, servers: [{split}], devices: {devs}, port: {port}}}")
+    for s in npu[3:]:
+        lines.append(f"    - {{name: {s.name}, servers: [{s.name}], parallelism: {{tp: {devices}}}}}")
+    return lines
+
+
+def _serving(state: ClusterState, cdir: Path, tp: int) -> list[str]:
+    lines = [f"  parallelism: {{tp: {tp}}}"]
+    if state.layout == "mixed":
+        lines.append(f"  api_key: file:{api_key_file(cdir).resolve()}  # written by `sim up`, mode 0600")
+    lines += ["  max_model_len: 4096", "  max_num_seqs: 16"]
+    if PROFILES[state.profile].chip == "310P3":
+        lines.append("  enforce_eager: true")
+    lines.append("  replicas:")
+    if state.layout == "mixed":
+        return lines + _replicas_mixed(state, tp)
+    return lines + _replicas_default(state, tp)
 
 
 def _render_if_changed(result: ValidationResult, folder: Path) -> bool:
@@ -350,6 +390,10 @@ def write_site(
     changes, pkgs = _packages(cdir, PROFILES[state.profile])
     more, model_dir = _checkpoint(cdir)
     changes += more + _image_context(cdir)
+    if state.layout == "mixed" and not api_key_file(cdir).is_file():
+        # 0600 from the start (write_if_changed creates it with the mode): the key is never world-readable
+        write_if_changed(api_key_file(cdir), secrets.token_urlsafe(32) + "\n", mode=0o600)
+        changes.append(f"wrote the API key {api_key_file(cdir)} (mode 0600)")
     text = render_site(state, cdir, pkgs, model_dir)
     site = inventory_dir(root, state.name) / "site.yaml"
     result = validate_text(text, str(site))

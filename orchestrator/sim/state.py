@@ -32,6 +32,7 @@ class ClusterState:
     gateway: bool
     monitoring: bool
     span: int = 1  # NPU servers of the first replica (multi-node: data parallel across them)
+    layout: str = "default"  # replica layout of the spec (spec_writer.LAYOUTS)
     servers: list[SimServer] = field(default_factory=list)
     image: str = ""
 
@@ -43,7 +44,8 @@ class ClusterState:
             f" + {x}" for x, on in (("gateway", self.gateway), ("monitoring", self.monitoring)) if on
         )
         span = f", first replica on {self.span} servers" if self.span > 1 else ""
-        return f"{self.nodes} x {self.profile}{span}{extra}"
+        layout = f", layout {self.layout}" if self.layout != "default" else ""
+        return f"{self.nodes} x {self.profile}{span}{layout}{extra}"
 
 
 def container_name(cluster: str, server: str) -> str:

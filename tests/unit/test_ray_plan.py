@@ -111,7 +111,8 @@ def test_a_device_subset_offers_only_those_npus_to_ray(pair: dict[str, Any]) -> 
     pair["serving"]["replicas"][0]["devices"] = [4, 5, 6, 7]
     rep = _replica(pair)
     for member in rep.members:
-        assert dict(member.env)["ASCEND_RT_VISIBLE_DEVICES"] == "4,5,6,7"
+        assert member.devices == (4, 5, 6, 7)  # the container gets /dev/davinci4-7: logical 0-3 inside
+        assert dict(member.env)["ASCEND_RT_VISIBLE_DEVICES"] == "0,1,2,3"
         assert "--resources" in member.ray_start_args
         assert member.ray_start_args[member.ray_start_args.index("--resources") + 1] == '{"NPU": 4}'
 

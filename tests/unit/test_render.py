@@ -352,7 +352,8 @@ def test_visible_devices_per_member(spec: Path) -> None:
             devices = rep.get("devices", list(range(count)))
             (inst,) = [i for i in hosts[server]["vllm_serve_instances"] if i["replica"] == rep["name"]]
             expected = ",".join(str(d) for d in devices)
-            assert inst["env"]["ASCEND_RT_VISIBLE_DEVICES"] == expected
+            # the container is given only these /dev/davinciN; inside it they are logical 0..n-1 (CANN)
+            assert inst["env"]["ASCEND_RT_VISIBLE_DEVICES"] == ",".join(str(i) for i in range(len(devices)))
             assert inst["visible_devices"] == expected
             assert inst["devices"] == devices
             seen += 1

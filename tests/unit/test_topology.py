@@ -154,7 +154,8 @@ def test_single_device_replica_has_no_hccl_env(duo: dict) -> None:
     plan = validate_data(duo).plan
     assert plan is not None and len(plan.replicas) == 4
     assert "HCCL_IF_IP" not in dict(plan.replicas[0].head.env)
-    assert dict(plan.replicas[3].head.env)["ASCEND_RT_VISIBLE_DEVICES"] == "3"
+    assert plan.replicas[3].head.devices == (3,)
+    assert dict(plan.replicas[3].head.env)["ASCEND_RT_VISIBLE_DEVICES"] == "0"  # davinci3 is logical 0 inside
 
 
 def test_startup_timeout_grows_with_weights(pair: dict, single: dict) -> None:

@@ -1,10 +1,23 @@
 """NPU visibility check: ASCEND_RT_VISIBLE_DEVICES against the /dev/davinci* the container was given.
 
-As in the vllm-ascend docs, a serving container gets ``--device /dev/davinciN`` for the NPUs of its server
-plus the management devices (``/dev/davinci_manager``, ``/dev/devmm_svm``, ``/dev/hisi_hdc``), and
-``ASCEND_RT_VISIBLE_DEVICES`` selects the replica's NPUs by physical index. The fake server refuses to start
-when the mask is empty or malformed, names a device the container was not given, or has a different number
-of NPUs than tensor-parallel x pipeline-parallel x data-parallel-size-local (docs/simulator.md, "Device
+As in the vllm-ascend docs, a serving container gets ``--device /dev/davinciN`` for the NPUs of its replica
+plus the management devices (``/dev/davinci_manager``, ``/dev/devmm_svm``, ``/dev/hisi_hdc``).
+
+Which IDs ``ASCEND_RT_VISIBLE_DEVICES`` takes inside such a container: the container's LOGICAL device IDs,
+0..n-1 over the n ``/dev/davinciN`` it was given in ascending N, not the host's physical N. Sources:
+- CANN runtime API, "Relationships Between the User Device ID, Logical Device ID, and Physical Device ID"
+  (aclrtGetPhyDevIdByLogicDevId, hiascend.com CANNCommunityEdition API runtimeapi aclcppdevg_03_2060): "In
+  a non-container scenario, the physical device ID is the same as the logical device ID"; in the container
+  example ASCEND_RT_VISIBLE_DEVICES=1,2 are logical IDs and "the logical device ID 1 in the container is
+  mapped to the physical device ID 6".
+- CANN environment variable reference (envref_07_0028): "Device ID indicates the logical ID of the Ascend
+  AI Processor"; IDs outside the visible range are invalid.
+- A container given 2 NPUs refusing a physical index (gpustack/gpustack#3352): "set
+  ASCEND_RT_VISIBLE_DEVICES:4 error, input data rang[0-2)", then "open device 0 failed, runtime result =
+  107001".
+So the fake maps mask entry i to the i-th given device (what npu-smi's process table shows, physical) and
+refuses an entry >= the number of devices given. It also refuses an empty or malformed mask and a number of
+NPUs other than tensor-parallel x pipeline-parallel x data-parallel-size-local (docs/simulator.md, "Device
 visibility"). The device directory is ``$FAKE_VLLM_DEV_DIR`` (tests) or ``/dev``.
 
 The driver mounts are checked like the runtime's library loading: ``<driver>/lib64`` must be a directory
@@ -63,19 +76,28 @@ def parse_mask(mask: str | None) -> list[int]:
 
 
 def check_devices(mask: str | None, dev_dir: Path, needed: int | None, needed_why: str) -> list[int]:
-    """The visible physical NPU indices, or :class:`DeviceError` naming the mask and the problem. ``needed``
-    None: any number (a Ray driver's node offers its NPUs to the cluster; Ray counts the world)."""
-    devices = parse_mask(mask)
+    """The physical NPU indices the mask selects (logical ID i = the i-th /dev/davinciN given, see the module
+    docstring), or :class:`DeviceError` naming the mask and the problem. ``needed`` None: any number (a Ray
+    driver's node offers its NPUs to the cluster; Ray counts the world)."""
+    logical = parse_mask(mask)
     given = given_devices(dev_dir)
     shown = ", ".join(f"davinci{n}" for n in given) or "none"
-    for n in devices:
-        if n not in given:
+    for n in logical:
+        if n >= len(given):
+            acl = (
+                f"set ASCEND_RT_VISIBLE_DEVICES:{n} error, input data rang[0-{len(given)}). "
+                f"open device {n} failed, runtime result = 107001."
+            )
+            hint = (
+                f"Inside a container the mask takes logical IDs 0..{max(len(given) - 1, 0)} of the "
+                "/dev/davinciN given (--device), not the host's N."
+            )
             raise DeviceError(
                 "RuntimeError",
-                f"ASCEND_RT_VISIBLE_DEVICES={mask} names NPU {n}, but {dev_dir}/davinci{n} was not given to "
-                f"this container (present: {shown}). aclrtSetDevice failed, error code is 107001: invalid "
-                f"device id. Pass --device {dev_dir}/davinci{n} or fix the mask.",
+                f"ASCEND_RT_VISIBLE_DEVICES={mask} names NPU {n}, but this container was given "
+                f"{len(given)} NPU(s) ({shown}): {acl} {hint}",
             )
+    devices = [given[n] for n in logical]
     for name in MANAGEMENT_DEVICES:
         if not (dev_dir / name).exists():
             raise DeviceError(

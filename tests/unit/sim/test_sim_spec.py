@@ -15,8 +15,8 @@ from orchestrator.sim.state import ClusterState, SimServer
 from orchestrator.validation import validate_text
 
 
-def site(tmp_path: Path, nodes: int, span: int) -> str:
-    state = ClusterState("tst", "atlas-800t-a2", nodes, False, True, span)
+def site(tmp_path: Path, nodes: int, span: int, layout: str = "default") -> str:
+    state = ClusterState("tst", "atlas-800t-a2", nodes, False, True, span, layout)
     state.servers = [
         SimServer(name, f"127.0.9.{i + 1}", roles, npu)
         for i, (name, roles, npu) in enumerate(cluster.plan_servers(state))
@@ -56,3 +56,29 @@ def test_the_image_phase_builds_the_fake_vllm_image_from_the_assembled_context(t
     assert "FROM ${BASE_IMAGE}" in (context / "Dockerfile").read_text(encoding="utf-8")
     assert (context / "flags.json").is_file() and (context / "fake_vllm" / "server.py").is_file()
     assert _image_context(tmp_path) == []  # assembled again (same content), not reported
+
+
+@pytest.mark.parametrize("nodes", [3, 4])
+def test_mixed_layout_has_a_multi_node_replica_a_split_server_and_a_key_file(
+    tmp_path: Path, nodes: int
+) -> None:
+    text = site(tmp_path, nodes, 1, "mixed")
+    assert f"  api_key: file:{(tmp_path / 'api-key').resolve()}" in text
+    result = validate_text(text, "site.yaml")
+    assert result.ok and result.plan is not None, result.errors
+    reps = {r.name: r for r in result.plan.replicas}
+    assert [m.server for m in reps["mn"].members] == ["a2-01", "a2-02"] and reps["mn"].mode == "dp"
+    split = [r for r in result.plan.replicas if [m.server for m in r.members] == ["a2-03"]]
+    assert len(split) == 2
+    a, b = (set(r.members[0].devices) for r in split)
+    assert a and b and not a & b and len(a | b) == PROFILES["atlas-800t-a2"].devices
+    assert len({r.port for r in split}) == 2
+    assert len(reps) == 3 + (nodes - 3)
+
+
+@pytest.mark.parametrize(("nodes", "span"), [(2, 1), (3, 2)])
+def test_mixed_layout_needs_three_servers_and_no_span(tmp_path: Path, nodes: int, span: int) -> None:
+    with pytest.raises(
+        SimError, match=r"--layout mixed needs 3 or more .* Fix: `sim up --nodes 3 --layout mixed`"
+    ):
+        cluster.up(tmp_path, ClusterState("tst", "atlas-800t-a2", nodes, False, False, span, "mixed"), print)

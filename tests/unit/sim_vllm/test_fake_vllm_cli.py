@@ -227,7 +227,8 @@ def test_build_context(tmp_path: Path) -> None:
     assert (ctx / "vllm").stat().st_mode & 0o111
     lines = [ln for ln in (ctx / "Dockerfile").read_text().splitlines() if ln and not ln.startswith("#")]
     assert lines[:2] == ["ARG BASE_IMAGE", "FROM ${BASE_IMAGE}"]
-    assert not any(ln.startswith("ENTRYPOINT") for ln in lines)
+    assert 'ENTRYPOINT ["/usr/local/bin/vllm-entrypoint"]' in lines
+    assert (ctx / "vllm-entrypoint").stat().st_mode & 0o111
     assert "COPY vllm /usr/local/bin/vllm" in lines
     copies: list[Any] = [ln.split()[1] for ln in lines if ln.startswith("COPY ")]
     assert all((ctx / src.rstrip("/")).exists() for src in copies)

@@ -24,8 +24,22 @@ def test_mask_naming_a_device_not_given(sandbox: Sandbox, checkpoints: dict[str,
     assert proc.popen.returncode == 1
     err = _refused(proc.stderr(), "RuntimeError")
     assert "ASCEND_RT_VISIBLE_DEVICES=0,7 names NPU 7" in err
-    assert "davinci7" in err
+    assert "input data rang[0-4)" in err  # the sandbox container was given davinci0..3
     assert not sandbox.process_table()
+
+
+def test_mask_takes_logical_ids_of_the_devices_given(sandbox: Sandbox, checkpoints: dict[str, Path]) -> None:
+    """CANN: inside a container ASCEND_RT_VISIBLE_DEVICES holds logical IDs 0..n-1 of the devices given; a
+    container given davinci2 and davinci3 runs on physical 2 and 3 with mask 0,1 and refuses mask 2,3."""
+    for n in (0, 1):
+        (sandbox.dev / f"davinci{n}").unlink()
+    bad = sandbox.run(["serve", str(checkpoints["a"]), "--tensor-parallel-size", "2"], mask="2,3")
+    assert bad.popen.returncode == 1
+    assert "input data rang[0-2)" in _refused(bad.stderr(), "RuntimeError")
+    good = sandbox.start(["serve", str(checkpoints["a"]), "--tensor-parallel-size", "2"], mask="0,1")
+    good.wait_healthy()
+    assert sorted(sandbox.process_table()) == ["2", "3"]  # npu-smi shows the physical NPUs
+    assert good.terminate() == 0
 
 
 def test_mask_size_must_match_parallelism(sandbox: Sandbox, checkpoints: dict[str, Path]) -> None:

@@ -1,0 +1,251 @@
+# Copyright: ascend-orchestrator contributors
+# Apache-2.0 (see the repository's pyproject.toml)
+"""Filters of the vllm_serve role (run on the controller): the container of one rendered serving instance,
+the readiness timeout from the measured weight read rate, the interface carrying an address, the CPUs local to
+a set of NPUs.
+
+- ``instance | ascend.npu.vllm_serve_container(opts)``: the community.docker.docker_container parameters of a
+  rendered ``vllm_serve_instances`` entry plus ``release`` (a hash of everything that makes the container what
+  it is) and ``record`` (what the release record keeps: image ID, argv/env/weights hashes).
+- ``bytes | ascend.npu.vllm_serve_startup_timeout(read_mib_s, base_s, read_factor, min_s)``.
+- ``ansible_facts | ascend.npu.interface_of(address)``.
+- ``npus | ascend.npu.npu_cpuset(devices)`` (npus: the host_tuning topology fact's ``npus``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+import math
+import shlex
+from typing import Any
+
+MANAGEMENT_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
+ROUND_S = 30
+
+
+def _sha256(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def startup_timeout(
+    weights_bytes: Any, read_mib_s: Any, base_s: Any, read_factor: Any = 2, min_s: Any = 180
+) -> int:
+    """Seconds a replica may take to answer: fixed costs (process start, HCCL init, graph compile) plus
+    ``read_factor`` times the time to read the weights at the rate the weights phase measured on this server,
+    rounded up to 30 s, at least ``min_s``. The same shape as orchestrator.planning.gates.startup_timeout_s,
+    with the measured rate instead of the spec's assumption."""
+    size = float(weights_bytes)
+    rate = float(read_mib_s)
+    if size < 0 or not math.isfinite(size):
+        raise ValueError(f"weights bytes must be a size, not {weights_bytes!r}")
+    if rate <= 0 or not math.isfinite(rate):
+        raise ValueError(f"read_mib_s must be a positive rate, not {read_mib_s!r} (model_weights.fact)")
+    total = float(base_s) + float(read_factor) * size / (rate * 1024 * 1024)
+    return max(int(min_s), int(math.ceil(total / ROUND_S) * ROUND_S))
+
+
+def interface_of(facts: dict[str, Any], address: str) -> str | None:
+    """The network interface carrying ``address``: the one holding it (primary or secondary IPv4), else the
+    one whose IPv4 network contains it (a loopback alias 127.0.0.N on lo's 127.0.0.0/8); None when none."""
+    target = ipaddress.ip_address(address)
+    containing: str | None = None
+    for name in sorted(facts.get("interfaces") or []):
+        info = facts.get(name.replace("-", "_").replace(".", "_")) or facts.get(name) or {}
+        ipv4 = info.get("ipv4")
+        entries = [e for e in ([ipv4] if isinstance(ipv4, dict) else list(ipv4 or [])) if isinstance(e, dict)]
+        entries += [e for e in info.get("ipv4_secondaries") or [] if isinstance(e, dict)]
+        device = str(info.get("device") or name)
+        for entry in entries:
+            if entry.get("address") == address:
+                return device
+            if containing is None and entry.get("address") and entry.get("netmask"):
+                net = ipaddress.ip_network(f"{entry['address']}/{entry['netmask']}", strict=False)
+                if target in net:
+                    containing = device
+    return containing
+
+
+def _cpus(text: str) -> list[int]:
+    out: list[int] = []
+    for raw in str(text).split(","):
+        part = raw.strip()
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def _cpulist(cpus: list[int]) -> str:
+    ranges: list[str] = []
+    for cpu in sorted(set(cpus)):
+        if ranges and cpu == int(ranges[-1].split("-")[-1]) + 1:
+            ranges[-1] = f"{ranges[-1].split('-')[0]}-{cpu}"
+        else:
+            ranges.append(str(cpu))
+    return ",".join(ranges)
+
+
+def npu_cpuset(npus: dict[str, Any] | None, devices: list[int], online: Any = None) -> str | None:
+    """The CPUs local to ``devices`` (union of their npu-smi CPU affinity), as a cpuset list; None when the
+    topology is unknown for one of them (no fact, A3 prints no affinity) or, given ``online`` (the host's
+    online CPU list), when a CPU of it is not online (a cpuset naming absent CPUs fails `docker run`)."""
+    if not npus:
+        return None
+    cpus: list[int] = []
+    for dev in devices:
+        affinity = (npus.get(str(dev)) or {}).get("cpu_affinity")
+        if not affinity:
+            return None
+        cpus.extend(_cpus(affinity))
+    if online is not None and not set(cpus) <= set(_cpus(str(online))):
+        return None
+    return _cpulist(cpus) or None
+
+
+def _command(instance: dict[str, Any]) -> list[str]:
+    """`vllm serve ...`; a Ray member (docs/ray.md, vllm-ascend tutorials/features/ray.md): the worker runs
+    `ray start --address ... --block` as its only process, the head `ray start --head ...` and then, in the
+    same container, `vllm serve ... --distributed-executor-backend ray`."""
+    vllm = ["vllm", *[str(a) for a in instance["args"]]]
+    ray = instance.get("ray")
+    if not ray:
+        return vllm
+    start = ["ray", *[str(a) for a in ray["start_args"]]]
+    if not instance["args"]:
+        return start
+    return ["sh", "-c", f"{shlex.join(start)} && exec {shlex.join(vllm)}"]
+
+
+def vllm_serve_container(instance: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
+    """community.docker.docker_container parameters of one serving instance, its release hash and record.
+
+    opts: image_id, weights_manifest, mounts (host paths mounted at the same place, read-only unless listed in
+    mounts_rw), weights_host and weights_path (the weights directory on the host and in the command),
+    shm_size, api_key_file (host path or None), api_key_mount, api_key_checksum, ifname (default
+    HCCL/GLOO/TP_SOCKET_IFNAME of a multi-node member, or None), topology (the host_tuning fact's npus) and
+    allowed_cpus (the CPUs the host lets processes use) for the CPU affinity.
+    """
+    devices = [int(d) for d in instance["devices"]]
+    env = {str(k): str(v) for k, v in (instance.get("env") or {}).items()}
+    if instance.get("mode") in ("dp", "ray") and opts.get("ifname"):
+        # vllm-ascend's multi-node recipes set all three to the NIC carrying the node's address
+        for key in ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
+            env.setdefault(key, str(opts["ifname"]))
+    volumes = []
+    rw = set(opts.get("mounts_rw") or [])
+    for path in opts.get("mounts") or []:
+        volumes.append(f"{path}:{path}" + ("" if path in rw else ":ro"))
+    volumes.append(f"{opts['weights_host']}:{opts['weights_path']}:ro")
+    if opts.get("api_key_file"):
+        volumes.append(f"{opts['api_key_file']}:{opts['api_key_mount']}:ro")
+        env["VLLM_API_KEY_FILE"] = str(opts["api_key_mount"])
+    command = _command(instance)
+    params: dict[str, Any] = {
+        "name": instance["container_name"],
+        "image": opts["image_id"],
+        "command": command,
+        "devices": [f"/dev/davinci{d}" for d in devices] + list(MANAGEMENT_DEVICES),
+        "volumes": volumes,
+        "env": dict(sorted(env.items())),
+        "shm_size": str(opts["shm_size"]),
+        "cpuset_cpus": npu_cpuset(opts.get("topology"), devices, opts.get("allowed_cpus")),
+    }
+    record = {
+        "container": instance["container_name"],
+        "replica": instance["replica"],
+        "role": instance["role"],
+        "image_id": opts["image_id"],
+        "argv_sha256": _sha256(command),
+        "env_sha256": _sha256(params["env"]),
+        "weights_manifest_sha256": opts.get("weights_manifest"),
+        "devices": devices,
+    }
+    release = _sha256({"params": params, "record": record, "key": opts.get("api_key_checksum")})[:16]
+    params["labels"] = {
+        "io.ascend-orchestrator.release": release,
+        "io.ascend-orchestrator.replica": str(instance["replica"]),
+        "io.ascend-orchestrator.role": str(instance["role"]),
+    }
+    return {
+        "params": params,
+        "release": release,
+        "record": {**record, "release": release},
+        "replica": instance["replica"],
+        "role": instance["role"],
+        "devices": devices,
+        "mask": env.get("ASCEND_RT_VISIBLE_DEVICES", ""),
+        "port": instance.get("port"),
+        "address": instance.get("head_address"),
+        "startup_timeout_s": instance.get("startup_timeout_s"),
+    }
+
+
+def stale(results: list[dict[str, Any]]) -> list[str]:
+    """Replicas (of docker_container_info loop results over the wanted containers) whose container here is
+    missing, not running, or runs another release."""
+    out: list[str] = []
+    for res in results:
+        want = res["item"]
+        ctr = res.get("container") or {}
+        running = bool((ctr.get("State") or {}).get("Running"))
+        labels = (ctr.get("Config") or {}).get("Labels") or {}
+        if not running or labels.get("io.ascend-orchestrator.release") != want["release"]:
+            out.append(str(want["replica"]))
+    return sorted(set(out))
+
+
+def _hostvar(hostvars: Any, host: str, name: str, default: Any) -> Any:
+    try:
+        value = hostvars[host].get(name)
+    except (KeyError, AttributeError):
+        return default
+    return default if value is None else value
+
+
+def restart(replicas: list[dict[str, Any]], hostvars: Any, play_hosts: list[str]) -> list[str]:
+    """Replicas (rendered rollout_replicas) with a stale member (_vllm_serve_stale) on any host of this play:
+    each restarts as a unit on all its members. A member outside the play (--limit) counts as current."""
+    out = []
+    for rep in replicas:
+        for member in rep.get("members") or []:
+            if member in play_hosts and rep["name"] in _hostvar(hostvars, member, "_vllm_serve_stale", []):
+                out.append(str(rep["name"]))
+                break
+    return out
+
+
+def members(replicas: list[dict[str, Any]], hostvars: Any) -> list[list[str]]:
+    """[host, container] of every member of ``replicas`` (their wanted containers, _vllm_serve_wanted)."""
+    out = []
+    for rep in replicas:
+        for member in rep.get("members") or []:
+            for want in _hostvar(hostvars, member, "_vllm_serve_wanted", []):
+                if want["replica"] == rep["name"]:
+                    out.append([member, str(want["params"]["name"])])
+    return out
+
+
+def ready(replicas: list[dict[str, Any]], hostvars: Any) -> list[str]:
+    """Names of ``replicas`` whose head reported them ready in this run (_vllm_serve_ready on the head)."""
+    return [
+        str(rep["name"])
+        for rep in replicas
+        if rep["name"] in _hostvar(hostvars, rep["head"], "_vllm_serve_ready", [])
+    ]
+
+
+class FilterModule:
+    def filters(self) -> dict[str, Any]:
+        return {
+            "vllm_serve_container": vllm_serve_container,
+            "vllm_serve_startup_timeout": startup_timeout,
+            "interface_of": interface_of,
+            "npu_cpuset": npu_cpuset,
+            "vllm_serve_stale": stale,
+            "vllm_serve_restart": restart,
+            "vllm_serve_members": members,
+            "vllm_serve_ready": ready,
+        }
