@@ -22,8 +22,8 @@ from orchestrator.planning.roles import SITE_ROLES, container_hosts, hosts_with_
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.render.ascend_runtime import ascend_runtime_vars
 from orchestrator.render.image_vars import image_vars
-from orchestrator.render.weights_vars import weights_vars
 from orchestrator.render.serve_vars import serve_vars
+from orchestrator.render.weights_vars import weights_vars
 from orchestrator.spec.hardware import Server
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.software import PackageSource
