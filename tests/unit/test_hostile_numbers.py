@@ -56,6 +56,7 @@ def _numeric_site() -> dict[str, object]:
     data["model"] = {
         "name": "my-model",
         "weights_path": "/data/models/my-model",
+        "source": {"type": "staged", "bwlimit_mib_s": 100, "seeds": 2, "port": 8873},
         "architecture": {
             "params_b": 7,
             "expert_params_b": 0,
