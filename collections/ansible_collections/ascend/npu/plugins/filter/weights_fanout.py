@@ -52,7 +52,9 @@ _value:
 def weights_fanout(
     needers: list[str], holders: list[str], seeds: int = 1, controller: bool = True
 ) -> list[dict[str, str]]:
-    have = [h for h in holders if h not in needers]
+    # sorted: the caller's holders come from a set difference (no order), and the plan must not change
+    # from one run to the next (check mode names the same seeders every time)
+    have = sorted(h for h in holders if h not in needers)
     todo = [n for n in needers if n not in have]
     rounds: list[dict[str, str]] = []
     if not have and todo and controller:
