@@ -73,8 +73,13 @@ def router_args(gw: Gateway, address: str) -> list[str]:
 def _wheels(gw: Gateway) -> dict[str, dict[str, str]]:
     known = {arch: (url, sha) for arch, (url, sha) in ROUTER_WHEELS.get(gw.router.version, {}).items()}
     known.update({arch: (w.url, w.sha256) for arch, w in gw.router.wheels.items()})
+    # folder and file name apart: a PyPI URL is longer than a YAML line may be (yamllint)
     return {
-        arch: {"url": url, "sha256": sha, "filename": PurePosixPath(urlparse(url).path).name}
+        arch: {
+            "url_dir": url.rsplit("/", 1)[0],
+            "filename": PurePosixPath(urlparse(url).path).name,
+            "sha256": sha,
+        }
         for arch, (url, sha) in sorted(known.items())
     }
 

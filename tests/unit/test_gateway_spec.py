@@ -117,7 +117,7 @@ def test_given_wheels_pin_another_version() -> None:
     out = _all_vars(text)
     assert out["gateway_router_version"] == "0.1.18"
     assert out["gateway_router_wheels"]["x86_64"] == {
-        "url": url,
+        "url_dir": "https://mirror.example",
         "sha256": sha,
         "filename": "vllm_router-0.1.18-cp38-abi3-manylinux_2_28_x86_64.whl",
     }
