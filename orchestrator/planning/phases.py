@@ -115,7 +115,12 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
             f"{spec.model.weights_path} ({spec.model.source.type}), checksums verified",
         ),
         ("serve", tuple(m.server for r in plan.replicas for m in r.members), serve),
-        ("gateway", gateway_hosts, f"port {spec.gateway.port}, {spec.gateway.policy} over healthy replicas"),
+        (
+            "gateway",
+            gateway_hosts,
+            f"vllm-router {spec.gateway.router.version} on port {spec.gateway.port}, "
+            f"{spec.gateway.policy} over {len(plan.replicas)} replica head(s)",
+        ),
         (
             "monitoring",
             tuple(dict.fromkeys((*npu, *([mon] if mon else ())))) if spec.monitoring.enabled else (),

@@ -21,6 +21,7 @@ from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SiteP
 from orchestrator.planning.roles import SITE_ROLES, container_hosts, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.render.ascend_runtime import ascend_runtime_vars
+from orchestrator.render.gateway_vars import gateway_vars
 from orchestrator.render.image_vars import image_vars
 from orchestrator.render.serve_vars import serve_vars
 from orchestrator.render.weights_vars import weights_vars
@@ -136,9 +137,6 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
             "rollout_accuracy_tolerance": spec.rollout.gates.accuracy_tolerance,
             "rollout_max_error_rate": spec.rollout.gates.max_error_rate,
             "rollout_replicas": [_replica_summary(r) for r in plan.replicas],
-            "gateway_enabled": spec.gateway.enabled,
-            "gateway_port": spec.gateway.port,
-            "gateway_policy": spec.gateway.policy,
             "monitoring_enabled": spec.monitoring.enabled,
             "monitoring_prometheus_port": spec.monitoring.prometheus_port,
             "monitoring_node_exporter_port": spec.monitoring.node_exporter_port,
@@ -154,6 +152,7 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
     out.update(weights_vars(spec))
     out.update(_preflight_vars(spec))
     out.update(image_vars(spec))
+    out.update(gateway_vars(spec, plan))
     return out
 
 

@@ -326,6 +326,10 @@ def up(root: Path, wanted: ClusterState, say: Say) -> list[str]:
         ctr = cli.containers.get(container_name(state.name, server.name))
         if images.seed_inner_base(ctr, [*bases, images.base_tag()]):
             changes.append(f"loaded {', '.join(bases)} into {server.name}'s Docker (no registry)")
+    for server in (s for s in state.servers if "gateway" in s.roles):  # the router image's FROM
+        ctr = cli.containers.get(container_name(state.name, server.name))
+        if images.seed_inner_base(ctr, [images.base_tag()]):
+            changes.append(f"loaded {images.base_tag()} into {server.name}'s Docker (no registry)")
     return changes
 
 

@@ -17,6 +17,7 @@ from orchestrator.catalog import get_chip, get_model, get_release
 from orchestrator.render import render_texts
 from orchestrator.render.writer import write_atomic
 from orchestrator.sim.engine import SimError
+from orchestrator.sim.images import base_tag
 from orchestrator.sim.state import ClusterState, SimServer, write_if_changed
 from orchestrator.spec.findings import format_finding
 from orchestrator.validation import ValidationResult, validate_text
@@ -310,7 +311,12 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
     ]
     lines += ["rollout:", "  canary: 1", "  batch_size: 1"]
     if state.gateway:
-        lines += ["gateway:", "  enabled: true"]
+        lines += [
+            "gateway:",
+            "  enabled: true",
+            "  router:  # built FROM the simulator's base image (python3), seeded into gw-01's Docker",
+            f"    base_image: {base_tag()}",
+        ]
     return "\n".join(lines) + "\n"
 
 

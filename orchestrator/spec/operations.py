@@ -1,4 +1,4 @@
-"""Rollout policy, gateway, monitoring and drift schedule."""
+"""Rollout policy, gateway (orchestrator/spec/gateway.py), monitoring and drift schedule."""
 
 from __future__ import annotations
 
@@ -55,13 +55,6 @@ class Rollout(SpecModel):
     )
     auto_rollback: bool = True
     gates: Gates = Field(default_factory=Gates)
-
-
-class Gateway(SpecModel):
-    enabled: bool = False
-    host: str | None = Field(None, description="Server with role 'gateway' (default: the first such server).")
-    port: int = Field(8080, ge=1, le=65535)
-    policy: Literal["least_outstanding", "round_robin"] = "least_outstanding"
 
 
 class Monitoring(SpecModel):

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pydantic import Field
 
 from orchestrator.spec.common import Name, SpecModel
+from orchestrator.spec.gateway import Gateway
 from orchestrator.spec.hardware import HardwareProfile, Server
 from orchestrator.spec.image import Image
 from orchestrator.spec.model import Model
 from orchestrator.spec.network import Network
-from orchestrator.spec.operations import Drift, Gateway, Monitoring, Rollout
+from orchestrator.spec.operations import Drift, Monitoring, Rollout
 from orchestrator.spec.serving import Serving
 from orchestrator.spec.software import OperatingSystem, Software
 from orchestrator.spec.tuning import Tuning

@@ -12,6 +12,7 @@ from pydantic_core import ErrorDetails
 
 from orchestrator.spec.common import SECRET_FIELD_NAMES, SECRET_NAME
 from orchestrator.spec.findings import Finding, SpecPath, error, format_path
+from orchestrator.spec.gateway import RouterPolicy
 from orchestrator.spec.ranges import annotation_range, field_range
 from orchestrator.spec.site import SiteSpec
 
@@ -164,6 +165,8 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
 
 
 def _fix_for_value_error(text: str) -> str:
+    if "is not a vllm-router policy" in text:
+        return "write a vllm-router policy: " + ", ".join(get_args(RouterPolicy))
     if "secret" in text:
         return "put the secret in an environment variable or a file and write e.g. 'env:VLLM_API_KEY'"
     if "an address is written as text" in text:

@@ -86,7 +86,7 @@ def test_phases_lists_every_phase_in_order() -> None:
         "gateway",
         "monitoring",
     ]
-    assert "gateway    [edge-01] (issue 10, not implemented yet)" in out.stdout
+    assert "gateway    [edge-01] (issue 10)" in out.stdout
     assert "network    [skipped] (issue 8)" in out.stdout
     # the container engine runs on the NPU servers and on the gateway/monitoring host (the old "runtime")
     assert "host       [a2-01, a2-02, a2-03, a2-04, edge-01] (issue 8)" in out.stdout

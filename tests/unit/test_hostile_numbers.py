@@ -101,7 +101,31 @@ def _numeric_site() -> dict[str, object]:
             "max_error_rate": 0.0,
         },
     }
-    data["gateway"] = {"enabled": False, "port": 8080}
+    data["gateway"] = {
+        "enabled": False,
+        "port": 8080,
+        "prometheus_port": 29000,
+        "request_timeout_s": 1800,
+        "max_concurrent_requests": 32768,
+        "queue_size": 100,
+        "queue_timeout_s": 60,
+        "worker_startup_timeout_s": 1800,
+        "worker_startup_check_interval_s": 5,
+        "health_check": {"interval_s": 10, "timeout_s": 5, "failure_threshold": 3, "success_threshold": 2},
+        "retry": {
+            "max_retries": 3,
+            "initial_backoff_ms": 50,
+            "max_backoff_ms": 30000,
+            "backoff_multiplier": 1.5,
+            "jitter_factor": 0.2,
+        },
+        "circuit_breaker": {
+            "failure_threshold": 10,
+            "success_threshold": 3,
+            "timeout_s": 60,
+            "window_s": 120,
+        },
+    }
     data["monitoring"] = {
         "prometheus_port": 9090,
         "node_exporter_port": 9100,

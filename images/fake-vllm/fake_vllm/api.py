@@ -118,6 +118,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _route(self, routes: dict[str, Callable[[], None]], other: set[str]) -> None:
         path = self.path.split("?", 1)[0]
+        if path not in routes or not self._authorized():  # read the body the early answer leaves unread:
+            self.rfile.read(int(self.headers.get("content-length") or 0))  # else it starts the next request
         if path not in routes:
             self._send(
                 405 if path in other else 404,

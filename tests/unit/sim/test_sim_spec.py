@@ -10,6 +10,7 @@ import pytest
 
 from orchestrator.sim import cluster
 from orchestrator.sim.engine import SimError
+from orchestrator.sim.images import base_tag
 from orchestrator.sim.spec_writer import PROFILES, _image_context, _packages, image_context_dir, render_site
 from orchestrator.sim.state import ClusterState, SimServer
 from orchestrator.validation import validate_text
@@ -82,3 +83,17 @@ def test_mixed_layout_needs_three_servers_and_no_span(tmp_path: Path, nodes: int
         SimError, match=r"--layout mixed needs 3 or more .* Fix: `sim up --nodes 3 --layout mixed`"
     ):
         cluster.up(tmp_path, ClusterState("tst", "atlas-800t-a2", nodes, False, False, span, "mixed"), print)
+
+
+def test_the_gateway_builds_the_router_from_the_base_sim_up_seeds_into_gw_01(tmp_path: Path) -> None:
+    state = ClusterState("tst", "atlas-800t-a2", 3, True, False, 1, "mixed")
+    state.servers = [
+        SimServer(name, f"127.0.9.{i + 1}", roles, npu)
+        for i, (name, roles, npu) in enumerate(cluster.plan_servers(state))
+    ]
+    _, pkgs = _packages(tmp_path, PROFILES[state.profile])
+    result = validate_text(render_site(state, tmp_path, pkgs, tmp_path / "model"), "site.yaml")
+    assert result.ok and result.spec is not None, result.errors
+    gw = result.spec.gateway
+    assert gw.enabled and gw.router.base_image == base_tag() and gw.policy == "round_robin"
+    assert [s.name for s in result.spec.servers if "gateway" in s.roles] == ["gw-01"]

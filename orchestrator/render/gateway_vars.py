@@ -1,0 +1,105 @@
+"""Variables of role gateway (group_vars/all.yml): vllm-router on the gateway host.
+
+Contract with the serve phase's rollout: `gateway_enabled`, `gateway_host` (inventory name or null) and
+`gateway_url` (http://<gateway address>:<port>, the router's client API and worker API: POST
+/add_worker?url=, POST /remove_worker?url=, GET /list_workers) are what other roles read. A replica's worker
+URL is its head's endpoint without /v1 (http://<head address>:<port>), as rollout_replicas[].endpoint.
+
+`gateway_router_args` is the router's whole command line after `vllm-router` (flags of 0.1.17's
+`vllm-router --help`), without --worker-urls: the router starts with no workers (with --worker-urls it exits
+when they are not healthy within --worker-startup-timeout-secs) and the role adds the replica heads through
+its worker API.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+from urllib.parse import urlparse
+
+from orchestrator.planning.model import SitePlan
+from orchestrator.planning.roles import role_host
+from orchestrator.spec.gateway import ROUTER_WHEELS, Gateway
+from orchestrator.spec.site import SiteSpec
+
+
+def worker_url(endpoint: str) -> str:
+    """The router's worker URL of a replica: its head endpoint without the /v1 API prefix."""
+    return endpoint.removesuffix("/v1")
+
+
+def router_args(gw: Gateway, address: str) -> list[str]:
+    hc, rt, cb = gw.health_check, gw.retry, gw.circuit_breaker
+    args = [
+        "--host", address,
+        "--port", str(gw.port),
+        "--policy", gw.policy,
+        "--prometheus-host", address,
+        "--prometheus-port", str(gw.prometheus_port),
+        "--request-timeout-secs", str(gw.request_timeout_s),
+        "--max-concurrent-requests", str(gw.max_concurrent_requests),
+        "--queue-size", str(gw.queue_size),
+        "--queue-timeout-secs", str(gw.queue_timeout_s),
+        "--worker-startup-timeout-secs", str(gw.worker_startup_timeout_s),
+        "--worker-startup-check-interval", str(gw.worker_startup_check_interval_s),
+        "--health-check-interval-secs", str(hc.interval_s),
+        "--health-check-timeout-secs", str(hc.timeout_s),
+        "--health-check-endpoint", hc.endpoint,
+        "--health-failure-threshold", str(hc.failure_threshold),
+        "--health-success-threshold", str(hc.success_threshold),
+    ]  # fmt: skip
+    if rt.enabled:
+        args += [
+            "--retry-max-retries", str(rt.max_retries),
+            "--retry-initial-backoff-ms", str(rt.initial_backoff_ms),
+            "--retry-max-backoff-ms", str(rt.max_backoff_ms),
+            "--retry-backoff-multiplier", str(rt.backoff_multiplier),
+            "--retry-jitter-factor", str(rt.jitter_factor),
+        ]  # fmt: skip
+    else:
+        args.append("--disable-retries")
+    if cb.enabled:
+        args += [
+            "--cb-failure-threshold", str(cb.failure_threshold),
+            "--cb-success-threshold", str(cb.success_threshold),
+            "--cb-timeout-duration-secs", str(cb.timeout_s),
+            "--cb-window-duration-secs", str(cb.window_s),
+        ]  # fmt: skip
+    else:
+        args.append("--disable-circuit-breaker")
+    return args
+
+
+def _wheels(gw: Gateway) -> dict[str, dict[str, str]]:
+    known = {arch: (url, sha) for arch, (url, sha) in ROUTER_WHEELS.get(gw.router.version, {}).items()}
+    known.update({arch: (w.url, w.sha256) for arch, w in gw.router.wheels.items()})
+    # folder and file name apart: a PyPI URL is longer than a YAML line may be (yamllint)
+    return {
+        arch: {
+            "url_dir": url.rsplit("/", 1)[0],
+            "filename": PurePosixPath(urlparse(url).path).name,
+            "sha256": sha,
+        }
+        for arch, (url, sha) in sorted(known.items())
+    }
+
+
+def gateway_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
+    gw = spec.gateway
+    host = role_host(spec, "gateway") if gw.enabled else None
+    address = next((str(s.address) for s in spec.servers if s.name == host), None)
+    url = f"http://{address}:{gw.port}" if address else None
+    return {
+        "gateway_enabled": gw.enabled,
+        "gateway_host": host,
+        "gateway_url": url,
+        "gateway_port": gw.port,
+        "gateway_policy": gw.policy,
+        "gateway_prometheus_port": gw.prometheus_port,
+        "gateway_router_version": gw.router.version,
+        "gateway_router_wheels": _wheels(gw),
+        "gateway_router_base_image": gw.router.base_image,
+        "gateway_router_args": router_args(gw, address) if address else [],
+        "gateway_worker_urls": [worker_url(r.endpoint) for r in plan.replicas],
+        "gateway_worker_startup_timeout_s": gw.worker_startup_timeout_s,
+    }

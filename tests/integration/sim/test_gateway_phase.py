@@ -1,0 +1,234 @@
+"""The gateway phase on one simulated cluster (`sim up --layout mixed --gateway`): 3 NPU servers with 3
+replicas (one spanning a2-01 + a2-02, two on a2-03), an API key, and gw-01 running vllm-router 0.1.17 (the
+PyPI wheel, built into an image on gw-01 FROM the simulator's base). One `orchestrator apply` of every phase
+from bare servers, then:
+
+- the official `openai` client through the gateway gets completions and chat completions, streamed and not,
+  with the replicas' key (401 from the replica without it: the router passes Authorization through);
+- GET /list_workers lists every replica head; the key is nowhere in the router's container;
+- a second apply of the gateway phase changes nothing and does not restart the router; check mode (plain
+  ansible-playbook) reports nothing;
+- a worker removed by hand is reported by check mode, then added back by plain ansible-playbook;
+- 10 s of load through the gateway (load.py): no failed request, every head routable the whole time;
+- another policy in the spec replaces the router container and the heads are added to the new one."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+import yaml
+
+from tests.integration.sim.load import run_load
+from tests.integration.sim.serving_helpers import sh
+from tests.integration.sim.sim_helpers import BIN, Sim, ansible_playbook, module_cluster, recap, run
+
+pytestmark = pytest.mark.integration
+
+PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serve", "gateway")
+MODEL = "sim-deepseek"
+GW = "gw-01"
+OUTPUTS: list[str] = []
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    yield from module_cluster(tmp_path_factory, "it-gw-", "--nodes", "3", "--layout", "mixed", "--gateway")
+
+
+def apply_json(sim: Sim, *args: str) -> dict[str, Any]:
+    argv = [str(BIN / "orchestrator"), "apply", sim.name, "--yes", "--format", "json", *args]
+    proc = run(argv, sim.root, check=False, timeout=1800)
+    OUTPUTS.append(proc.stdout + proc.stderr)
+    assert proc.stdout.count("\n") == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out: dict[str, Any] = json.loads(proc.stdout)
+    assert proc.returncode == 0 and out["result"] == "ok", json.dumps(out)[-4000:]
+    return out
+
+
+def gateway_counts(out: dict[str, Any]) -> dict[str, int]:
+    (phase,) = [p for p in out["phases"] if p["name"] == "gateway"]
+    assert phase["status"] == "ok" and list(phase["hosts"]) == [GW], phase
+    return dict(phase["hosts"][GW])
+
+
+def group_vars(sim: Sim) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(
+        (sim.root / "inventories" / sim.name / "group_vars" / "all.yml").read_text()
+    )
+    return data
+
+
+def heads(sim: Sim) -> list[str]:
+    """The replica heads' worker URLs from the plan (endpoint without /v1), not from the role's variables."""
+    return sorted(r["endpoint"].removesuffix("/v1") for r in group_vars(sim)["rollout_replicas"])
+
+
+def gateway_url(sim: Sim) -> str:
+    url: str = group_vars(sim)["gateway_url"]
+    return url
+
+
+def api_key(sim: Sim) -> str:
+    return (sim.state_dir / "api-key").read_text().strip()
+
+
+def workers(sim: Sim) -> list[str]:
+    with urllib.request.urlopen(f"{gateway_url(sim)}/list_workers", timeout=10) as resp:
+        return sorted(json.loads(resp.read())["urls"])
+
+
+def router_started_at(sim: Sim) -> str:
+    rc, text = sh(sim, GW, "docker inspect -f '{{.State.Running}} {{.State.StartedAt}}' vllm-router")
+    assert rc == 0 and text.startswith("true "), text
+    return text.split()[1]
+
+
+def plain_gateway_check(sim: Sim) -> tuple[int, str]:
+    proc = ansible_playbook(
+        sim.root, f"inventories/{sim.name}/hosts.yml", "gateway.yml", "--check", "--diff", timeout=600
+    )
+    OUTPUTS.append(proc.stdout + proc.stderr)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return recap(proc.stdout)[GW]["changed"], proc.stdout
+
+
+@pytest.fixture(scope="module")
+def applied(sim: Sim) -> dict[str, Any]:
+    t0 = time.monotonic()
+    first = apply_json(sim)  # every phase, from bare servers
+    assert [p["name"] for p in first["phases"] if p["status"] == "ok"] == [*PIPELINE], json.dumps(first)[
+        -4000:
+    ]
+    return {
+        "counts": gateway_counts(first),
+        "seconds": time.monotonic() - t0,
+        "started": router_started_at(sim),
+    }
+
+
+def test_openai_client_through_the_gateway(sim: Sim, applied: dict[str, Any]) -> None:
+    assert applied["counts"]["changed"] > 0, applied
+    client = openai.OpenAI(base_url=f"{gateway_url(sim)}/v1", api_key=api_key(sim), max_retries=0, timeout=30)
+    done = client.completions.create(model=MODEL, prompt="The capital of France is", max_tokens=8)
+    assert done.choices[0].text and done.usage is not None and done.usage.completion_tokens == 8
+    chat = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Hi"}], max_tokens=8
+    )
+    assert chat.choices[0].message.content
+    text = "".join(
+        c.choices[0].text
+        for c in client.completions.create(model=MODEL, prompt="Count:", max_tokens=6, stream=True)
+        if c.choices
+    )
+    assert text.strip()
+    parts = [
+        p.choices[0].delta.content or ""
+        for p in client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "Hi"}], max_tokens=6, stream=True
+        )
+        if p.choices
+    ]
+    assert "".join(parts).strip() and len(parts) >= 6
+    anonymous = openai.OpenAI(
+        base_url=f"{gateway_url(sim)}/v1", api_key="not-the-key", max_retries=0, timeout=30
+    )
+    with pytest.raises(openai.AuthenticationError) as exc:
+        anonymous.completions.create(model=MODEL, prompt="hi", max_tokens=2)
+    assert exc.value.status_code == 401
+    # the connection the 401 came back on still serves the next client (the router reuses it)
+    for _ in range(6):
+        assert client.completions.create(model=MODEL, prompt="again", max_tokens=2).choices[0].text
+
+
+def test_the_router_lists_every_replica_head_and_holds_no_key(sim: Sim, applied: dict[str, Any]) -> None:
+    assert len(heads(sim)) == 3
+    assert workers(sim) == heads(sim)
+    rc, text = sh(sim, GW, "docker inspect vllm-router")
+    assert rc == 0 and api_key(sim) not in text
+    (info,) = json.loads(text)
+    assert info["HostConfig"]["NetworkMode"] == "host"
+    assert info["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
+    assert info["Config"]["Healthcheck"]["Test"][:2] == ["CMD", "python3"]
+    port = group_vars(sim)["gateway_prometheus_port"]
+    addr = urllib.parse.urlparse(gateway_url(sim)).hostname
+    with urllib.request.urlopen(f"http://{addr}:{port}/metrics", timeout=10) as resp:
+        assert b"vllm_router_" in resp.read()
+
+
+def test_a_second_apply_and_check_mode_change_nothing(sim: Sim, applied: dict[str, Any]) -> None:
+    counts = gateway_counts(apply_json(sim, "--phases", "gateway"))
+    assert counts["changed"] == 0, counts
+    assert router_started_at(sim) == applied["started"]
+    changed, out = plain_gateway_check(sim)
+    assert changed == 0, out[-3000:]
+
+
+def test_a_worker_removed_by_hand_is_reported_then_added_back(sim: Sim, applied: dict[str, Any]) -> None:
+    gone = heads(sim)[0]
+    req = urllib.request.Request(
+        f"{gateway_url(sim)}/remove_worker?url={urllib.parse.quote(gone, safe='')}", method="POST"
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert resp.status == 200
+    assert gone not in workers(sim)
+    changed, out = plain_gateway_check(sim)
+    assert changed == 1 and f"would add {gone}" in out, out[-3000:]
+    assert gone not in workers(sim)  # check mode changed nothing
+    # the repair through plain ansible-playbook (the README's second way), not `orchestrator apply`
+    proc = ansible_playbook(sim.root, f"inventories/{sim.name}/hosts.yml", "gateway.yml", timeout=600)
+    OUTPUTS.append(proc.stdout + proc.stderr)
+    assert proc.returncode == 0 and recap(proc.stdout)[GW]["changed"] == 1, proc.stdout[-3000:]
+    assert workers(sim) == heads(sim)
+    assert router_started_at(sim) == applied["started"]  # no restart to add a worker
+
+
+def test_ten_seconds_of_load_through_the_gateway_fail_nothing(sim: Sim, applied: dict[str, Any]) -> None:
+    report = run_load(gateway_url(sim), api_key(sim), MODEL, concurrency=8, seconds=10)
+    summary = report.summary()
+    print("load:", json.dumps(summary))
+    assert report.failed == 0, summary
+    assert report.ok >= 40 and set(report.by_kind) == {
+        "completion",
+        "chat",
+        "completion-stream",
+        "chat-stream",
+    }
+    assert report.min_workers == 3 and len(report.worker_samples) >= 20, summary
+
+
+def test_another_policy_replaces_the_router_and_re_adds_the_heads(sim: Sim, applied: dict[str, Any]) -> None:
+    site = sim.root / "inventories" / sim.name / "site.yaml"
+    text = site.read_text()
+    assert text.count("gateway:\n  enabled: true\n") == 1
+    site.write_text(
+        text.replace("gateway:\n  enabled: true\n", "gateway:\n  enabled: true\n  policy: consistent_hash\n")
+    )
+    changed, out = plain_gateway_check_after_render(sim)
+    assert changed >= 1, out[-3000:]
+    counts = gateway_counts(apply_json(sim, "--phases", "gateway"))
+    assert counts["changed"] >= 2, counts  # the container, then the heads added to the new router
+    assert router_started_at(sim) != applied["started"]
+    _rc, cmd = sh(sim, GW, "docker inspect -f '{{json .Config.Cmd}}' vllm-router")
+    argv = json.loads(cmd)
+    assert argv[argv.index("--policy") + 1] == "consistent_hash"
+    assert workers(sim) == heads(sim)
+    client = openai.OpenAI(base_url=f"{gateway_url(sim)}/v1", api_key=api_key(sim), max_retries=0, timeout=30)
+    assert client.completions.create(model=MODEL, prompt="after", max_tokens=2).choices[0].text
+    assert gateway_counts(apply_json(sim, "--phases", "gateway"))["changed"] == 0
+
+
+def plain_gateway_check_after_render(sim: Sim) -> tuple[int, str]:
+    run([str(BIN / "orchestrator"), "render", sim.name], sim.root)
+    return plain_gateway_check(sim)
+
+
+def test_the_key_is_in_no_output(sim: Sim, applied: dict[str, Any]) -> None:
+    key = api_key(sim)
+    assert OUTPUTS and not [o for o in OUTPUTS if key in o]
