@@ -22,6 +22,14 @@ from orchestrator.planning.roles import SITE_ROLES, container_hosts, hosts_with_
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.render.ascend_runtime import ascend_runtime_vars
 from orchestrator.render.image_vars import image_vars
+from orchestrator.render.rollout_vars import (
+    REPLICA_GROUP,
+    replica_group,
+    replica_host,
+    replica_host_vars,
+    rollout_vars,
+    worker_url,
+)
 from orchestrator.render.serve_vars import serve_vars
 from orchestrator.render.weights_vars import weights_vars
 from orchestrator.spec.hardware import Server
@@ -63,6 +71,7 @@ def _groups(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         groups.setdefault(rep.group, []).append(f"replica_{rep.name}".replace("-", "_"))
     for group, reps in groups.items():
         children[f"rollout_{group}".replace("-", "_")] = {"children": dict.fromkeys(reps)}
+    children[REPLICA_GROUP] = replica_group(plan)
     return {"all": {"children": children}}
 
 
@@ -152,6 +161,7 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
         }
     )
     out.update(weights_vars(spec))
+    out.update(rollout_vars(spec, plan))
     out.update(_preflight_vars(spec))
     out.update(image_vars(spec))
     return out
@@ -234,6 +244,7 @@ def _replica_summary(rep: ReplicaPlan) -> dict[str, Any]:
         "group": rep.group,
         "head": rep.head.server,
         "endpoint": rep.endpoint,
+        "worker_url": worker_url(rep),
         "members": [m.server for m in rep.members],
         "mode": rep.mode,
         "port": rep.port,
@@ -400,4 +411,6 @@ def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
         )
         if host.chip is not None:
             files[f"host_vars/{host.name}.yml"].update(_hccn_network_vars(hccn[host.name]))
+    for rep in plan.replicas:
+        files[f"host_vars/{replica_host(rep.name)}.yml"] = replica_host_vars(rep)
     return files
