@@ -104,7 +104,11 @@ def test_committed_inventory_is_what_render_writes(spec: Path, tmp_path: Path) -
     assert _leftovers(tmp_path) == []
     assert result.spec is not None
     host_files = sorted(k for k in rendered if k.startswith("host_vars/"))
-    assert host_files == sorted(f"host_vars/{s.name}.yml" for s in result.spec.servers)
+    assert result.plan is not None  # + one controller-local pseudo-host per replica (render/rollout_vars.py)
+    assert host_files == sorted(
+        [f"host_vars/{s.name}.yml" for s in result.spec.servers]
+        + [f"host_vars/replica-{r.name}.yml" for r in result.plan.replicas]
+    )
 
 
 # --- determinism ---------------------------------------------------------------------------------------
@@ -232,7 +236,7 @@ def test_rerender_without_a_server_removes_its_host_vars(tmp_path: Path) -> None
     render(smaller, tmp_path)
     assert not (tmp_path / "host_vars" / "a2-04.yml").exists()
     remaining = sorted(p.stem for p in (tmp_path / "host_vars").iterdir())
-    assert remaining == ["a2-01", "a2-02", "a2-03", "edge-01"]
+    assert remaining == ["a2-01", "a2-02", "a2-03", "edge-01", "replica-r1", "replica-r2", "replica-r3"]
     assert "a2-04" not in (tmp_path / "hosts.yml").read_text(encoding="utf-8")
     assert _inventory(tmp_path) == {k: v.encode() for k, v in render_texts(smaller).items()}
     assert _leftovers(tmp_path) == []
@@ -267,8 +271,9 @@ def test_failing_replace_at_any_step_keeps_the_previous_inventory(
     render(changed, counting)  # a re-render of a changed spec: how many os.replace calls does it make?
     steps = len(calls)
     # every file changes (its header names the spec's sha256): 8 files (ansible.cfg and play_vars.yml
-    # included) and the manifest, each moved aside and then replaced
-    assert steps == 2 * 9, calls
+    # included), one per replica pseudo-host and the manifest, each moved aside and then replaced
+    replicas = changed.plan.replicas if changed.plan else ()
+    assert steps == 2 * (9 + len(replicas)), calls
     for fail_at in range(1, steps + 1):
         calls.clear()
         with pytest.raises(OSError, match="disk went away"):
@@ -303,7 +308,11 @@ def test_failing_write_keeps_the_previous_inventory(tmp_path: Path, monkeypatch:
 
 def _host_vars(result: ValidationResult) -> dict[str, Any]:
     texts = render_texts(result)
-    return {Path(k).stem: yaml.safe_load(v) for k, v in texts.items() if k.startswith("host_vars/")}
+    return {  # the servers' (not the replica pseudo-hosts', render/rollout_vars.py)
+        Path(k).stem: yaml.safe_load(v)
+        for k, v in texts.items()
+        if k.startswith("host_vars/") and not Path(k).stem.startswith("replica-")
+    }
 
 
 def test_two_node_dp_replica_arguments() -> None:
@@ -442,7 +451,10 @@ def test_ansible_inventory_reads_the_committed_inventory(spec: Path, tmp_path: P
     hostvars = inventory["_meta"]["hostvars"]
     result = _valid(spec)
     assert result.spec is not None and result.plan is not None
-    assert sorted(hostvars) == sorted(s.name for s in result.spec.servers)
+    pseudo = [f"replica-{r.name}" for r in result.plan.replicas]  # the rollout's, controller-local
+    assert sorted(hostvars) == sorted([s.name for s in result.spec.servers] + pseudo)
+    assert sorted(inventory["serve_replicas"]["hosts"]) == sorted(pseudo)
+    assert all(hostvars[h]["ansible_connection"] == "local" for h in pseudo)
     for srv in result.spec.servers:
         hv = hostvars[srv.name]
         assert hv["ansible_host"] == str(srv.address)

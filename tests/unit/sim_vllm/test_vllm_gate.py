@@ -15,16 +15,22 @@ PROMPTS = ["The capital of France is", "Two plus two is"]
 
 
 def params(port: int, **over: Any) -> dict[str, Any]:
-    p: dict[str, Any] = {k: v.get("default") for k, v in g.ARGS.items()}
-    p.update(
-        url=f"http://127.0.0.1:{port}",
-        model="sim",
-        timeout_s=10,
-        interval_s=0.1,
-        prompts=PROMPTS,
-        smoke_prompts=2,
-        latency_budget_s=5.0,
-    )
+    p: dict[str, Any] = {
+        "url": f"http://127.0.0.1:{port}",
+        "container": None,  # a local process: no Docker state to check
+        "model": "sim",
+        "timeout_s": 10,
+        "interval_s": 0.1,
+        "latency_budget_s": 5.0,
+        "smoke_prompts": 2,
+        "prompts": PROMPTS,
+        "max_tokens": 8,
+        "top_logprobs": 5,
+        "baseline": None,
+        "tolerance": 0.005,
+        "soak_s": 0.0,
+        "label": "",
+    }
     p.update(over)
     return p
 

@@ -339,28 +339,28 @@ class Gates:
         )
 
 
-ARGS: dict[str, Any] = {
-    "url": {"type": "str", "required": True},
-    "container": {"type": "str"},
-    "model": {"type": "str", "required": True},
-    "timeout_s": {"type": "int", "required": True},
-    "interval_s": {"type": "float", "default": 1.0},
-    "api_key_file": {"type": "path"},
-    "latency_budget_s": {"type": "float", "default": 30.0},
-    "smoke_prompts": {"type": "int", "default": 3},
-    "prompts": {"type": "list", "elements": "str", "required": True},
-    "max_tokens": {"type": "int", "default": 8},
-    "top_logprobs": {"type": "int", "default": 5},
-    "baseline": {"type": "dict"},
-    "tolerance": {"type": "float", "default": 0.005},
-    "soak_s": {"type": "float", "default": 0},
-    "label": {"type": "str", "default": ""},
-    "log_lines": {"type": "int", "default": 50},
-}
-
-
 def main() -> None:
-    module = AnsibleModule(argument_spec=ARGS, supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec={
+            "url": {"type": "str", "required": True},
+            "container": {"type": "str"},
+            "model": {"type": "str", "required": True},
+            "timeout_s": {"type": "int", "required": True},
+            "interval_s": {"type": "float", "default": 1.0},
+            "api_key_file": {"type": "path"},
+            "latency_budget_s": {"type": "float", "default": 30.0},
+            "smoke_prompts": {"type": "int", "default": 3},
+            "prompts": {"type": "list", "elements": "str", "required": True},
+            "max_tokens": {"type": "int", "default": 8},
+            "top_logprobs": {"type": "int", "default": 5},
+            "baseline": {"type": "dict"},
+            "tolerance": {"type": "float", "default": 0.005},
+            "soak_s": {"type": "float", "default": 0},
+            "label": {"type": "str", "default": ""},
+            "log_lines": {"type": "int", "default": 50},
+        },
+        supports_check_mode=True,
+    )
     p = module.params
     if module.check_mode:
         module.exit_json(changed=False, gates=[], sample={}, label=p["label"])
