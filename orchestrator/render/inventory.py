@@ -1,7 +1,8 @@
 """Turn a validated spec and its plan into Ansible inventory content (plain dicts, deterministic order).
 
 Layout written by the renderer:
-  hosts.yml               groups only (npu, build, gateway, monitoring, replica_<name>, rollout_<group>)
+  hosts.yml               groups (npu, build, gateway, monitoring, replica_<name>, rollout_<group>) and the
+                          serve rollout's controller-local replica pseudo-hosts (serve_replicas, vars inline)
   group_vars/all.yml      site-wide settings (SSH, versions, model, rollout, monitoring, drift)
   group_vars/npu.yml      host-layer settings shared by NPU servers (packages, tuning, HCCN options)
   host_vars/<host>.yml    everything per host: address, chip, HCCN addresses, serving instances (a Ray
@@ -25,8 +26,6 @@ from orchestrator.render.image_vars import image_vars
 from orchestrator.render.rollout_vars import (
     REPLICA_GROUP,
     replica_group,
-    replica_host,
-    replica_host_vars,
     rollout_vars,
     worker_url,
 )
@@ -411,6 +410,4 @@ def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
         )
         if host.chip is not None:
             files[f"host_vars/{host.name}.yml"].update(_hccn_network_vars(hccn[host.name]))
-    for rep in plan.replicas:
-        files[f"host_vars/{replica_host(rep.name)}.yml"] = replica_host_vars(rep)
     return files

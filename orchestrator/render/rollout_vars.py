@@ -1,6 +1,7 @@
 """The serve phase's rolling update (issue 10): one inventory pseudo-host per replica and the batch sizes.
 
-- Group ``serve_replicas``: host ``replica-<name>`` per replica, ``ansible_connection: local`` (it runs on the
+- Group ``serve_replicas`` (hosts.yml, variables inline): host ``replica-<name>`` per replica,
+  ``ansible_connection: local`` (it runs on the
   controller and reaches its members with ``delegate_to``), its replica in ``serve_replica``. A multi-node
   replica is ONE pseudo-host, so it rolls as a unit. playbooks/serve.yml puts the replicas whose release
   changed into group ``serve_update`` and rolls over it with ``serial``.
@@ -81,12 +82,13 @@ def rollout_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
 
 
 def replica_group(plan: SitePlan) -> dict[str, Any]:
-    """hosts.yml: the group of replica pseudo-hosts."""
-    return {"hosts": {replica_host(r.name): None for r in plan.replicas}}
+    """hosts.yml: the group of replica pseudo-hosts, each with its few variables inline (they are not
+    servers: no host_vars file)."""
+    return {"hosts": {replica_host(r.name): replica_host_vars(r) for r in plan.replicas}}
 
 
 def replica_host_vars(rep: ReplicaPlan) -> dict[str, Any]:
-    """host_vars/replica-<name>.yml."""
+    """A pseudo-host's variables: local connection, its replica."""
     return {
         "ansible_connection": "local",
         "ansible_python_interpreter": "{{ ansible_playbook_python }}",

@@ -104,11 +104,7 @@ def test_committed_inventory_is_what_render_writes(spec: Path, tmp_path: Path) -
     assert _leftovers(tmp_path) == []
     assert result.spec is not None
     host_files = sorted(k for k in rendered if k.startswith("host_vars/"))
-    assert result.plan is not None  # + one controller-local pseudo-host per replica (render/rollout_vars.py)
-    assert host_files == sorted(
-        [f"host_vars/{s.name}.yml" for s in result.spec.servers]
-        + [f"host_vars/replica-{r.name}.yml" for r in result.plan.replicas]
-    )
+    assert host_files == sorted(f"host_vars/{s.name}.yml" for s in result.spec.servers)
 
 
 # --- determinism ---------------------------------------------------------------------------------------
@@ -236,7 +232,7 @@ def test_rerender_without_a_server_removes_its_host_vars(tmp_path: Path) -> None
     render(smaller, tmp_path)
     assert not (tmp_path / "host_vars" / "a2-04.yml").exists()
     remaining = sorted(p.stem for p in (tmp_path / "host_vars").iterdir())
-    assert remaining == ["a2-01", "a2-02", "a2-03", "edge-01", "replica-r1", "replica-r2", "replica-r3"]
+    assert remaining == ["a2-01", "a2-02", "a2-03", "edge-01"]
     assert "a2-04" not in (tmp_path / "hosts.yml").read_text(encoding="utf-8")
     assert _inventory(tmp_path) == {k: v.encode() for k, v in render_texts(smaller).items()}
     assert _leftovers(tmp_path) == []
@@ -271,9 +267,8 @@ def test_failing_replace_at_any_step_keeps_the_previous_inventory(
     render(changed, counting)  # a re-render of a changed spec: how many os.replace calls does it make?
     steps = len(calls)
     # every file changes (its header names the spec's sha256): 8 files (ansible.cfg and play_vars.yml
-    # included), one per replica pseudo-host and the manifest, each moved aside and then replaced
-    replicas = changed.plan.replicas if changed.plan else ()
-    assert steps == 2 * (9 + len(replicas)), calls
+    # included) and the manifest, each moved aside and then replaced
+    assert steps == 2 * 9, calls
     for fail_at in range(1, steps + 1):
         calls.clear()
         with pytest.raises(OSError, match="disk went away"):
@@ -308,11 +303,7 @@ def test_failing_write_keeps_the_previous_inventory(tmp_path: Path, monkeypatch:
 
 def _host_vars(result: ValidationResult) -> dict[str, Any]:
     texts = render_texts(result)
-    return {  # the servers' (not the replica pseudo-hosts', render/rollout_vars.py)
-        Path(k).stem: yaml.safe_load(v)
-        for k, v in texts.items()
-        if k.startswith("host_vars/") and not Path(k).stem.startswith("replica-")
-    }
+    return {Path(k).stem: yaml.safe_load(v) for k, v in texts.items() if k.startswith("host_vars/")}
 
 
 def test_two_node_dp_replica_arguments() -> None:

@@ -72,8 +72,9 @@ def test_inventory_has_one_local_pseudo_host_per_replica_with_its_worker_url() -
     files = inventory_files(res.spec, res.plan, "0" * 64)
     group = files["hosts.yml"]["all"]["children"]["serve_replicas"]["hosts"]
     assert list(group) == [f"replica-{r.name}" for r in res.plan.replicas]
+    assert not [k for k in files if k.startswith("host_vars/replica-")]  # not servers: vars inline
     for rep in res.plan.replicas:
-        hv = files[f"host_vars/replica-{rep.name}.yml"]
+        hv = group[f"replica-{rep.name}"]
         assert hv["ansible_connection"] == "local"
         assert hv["serve_replica"]["members"] == [m.server for m in rep.members]
         # vllm-router's worker URL: the endpoint without its /v1 suffix
@@ -160,3 +161,16 @@ def test_release_entries_restore_the_recorded_release_and_roll_back_to_the_previ
     (b,) = f.rollout_entries(wanted, records, ["b"], False)
     assert b["restore"] is None
     assert f.missing_previous(["a", "b"], records, wanted) == ["b"]
+
+
+def test_a_replica_rolls_only_when_every_member_computed_its_entries() -> None:
+    rep = {"name": "mn", "head": "a2-01", "members": ["a2-01", "a2-02"]}
+    entry = [{"replica": "mn", "name": "vllm-mn"}]
+    both = {
+        "a2-01": {"_vllm_serve_update": ["mn"], "_vllm_serve_entries": entry},
+        "a2-02": {"_vllm_serve_update": ["mn"], "_vllm_serve_entries": entry},
+    }
+    assert f.rolls(rep, both)
+    assert not f.rolls(rep, {**both, "a2-02": {}})  # a2-02 failed (e.g. no previous release) or left out
+    assert not f.rolls(rep, {**both, "a2-01": {"_vllm_serve_entries": entry}})  # the head lists no update
+    assert [m["host"] for m in f.members(rep, both, "_vllm_serve_entries")] == ["a2-01", "a2-02"]

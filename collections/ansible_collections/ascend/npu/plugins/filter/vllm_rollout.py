@@ -16,6 +16,8 @@
 - ``host | ascend.npu.rollout_batch(play_hosts_all, serial)``: [n, N] of the batch holding ``host``.
 - ``hosts | ascend.npu.rollout_batches(serial)``: the batches Ansible's ``serial`` (list of numbers or
   percentages) makes of ``hosts``.
+- ``replica | ascend.npu.rollout_rolls(hostvars)``: whether the replica (a pseudo-host's serve_replica)
+  rolls: its head lists it in _vllm_serve_update and every member has its entries.
 - ``replica | ascend.npu.rollout_members(hostvars, key)``: [{host, ...entry}] of a replica pseudo-host's
   members, from each member's ``key`` list (e.g. _vllm_serve_entries).
 """
@@ -150,6 +152,17 @@ def members(replica: dict[str, Any], hostvars: Any, key: str) -> list[dict[str, 
     return out
 
 
+def rolls(replica: dict[str, Any], hostvars: Any) -> bool:
+    """True when the replica's head lists it among the replicas to update and every member computed what
+    to start for it (a member that failed or was left out of the play did not: the replica stays as is)."""
+    if replica["name"] not in _hostvar(hostvars, replica["head"], "_vllm_serve_update", []):
+        return False
+    return all(
+        any(e["replica"] == replica["name"] for e in _hostvar(hostvars, m, "_vllm_serve_entries", []))
+        for m in replica.get("members") or []
+    )
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -161,4 +174,5 @@ class FilterModule:
             "rollout_batches": batches,
             "rollout_batch": batch,
             "rollout_members": members,
+            "rollout_rolls": rolls,
         }
