@@ -15,7 +15,7 @@ from orchestrator.render.inventory import inventory_files
 from orchestrator.render.rollout_vars import batch_size, serial
 from orchestrator.runner.rollout import gate_lines, summary
 from orchestrator.spec.operations import Rollout
-from tests.helpers import load_example, validate_data
+from tests.helpers import EXAMPLES, load_example, run_cli, validate_data
 
 
 @pytest.mark.parametrize(
@@ -174,3 +174,9 @@ def test_a_replica_rolls_only_when_every_member_computed_its_entries() -> None:
     assert not f.rolls(rep, {**both, "a2-02": {}})  # a2-02 failed (e.g. no previous release) or left out
     assert not f.rolls(rep, {**both, "a2-01": {"_vllm_serve_entries": entry}})  # the head lists no update
     assert [m["host"] for m in f.members(rep, both, "_vllm_serve_entries")] == ["a2-01", "a2-02"]
+
+
+def test_rollback_refuses_an_unknown_replica_before_running_anything() -> None:
+    proc = run_cli("rollback", str(EXAMPLES / "a2-pair-r1-w8a8" / "site.yaml"), "--replica", "nope", "--yes")
+    assert proc.returncode == 64, proc.stderr
+    assert "no replica 'nope'; the replicas are r1" in " ".join(proc.stderr.split()), proc.stderr
