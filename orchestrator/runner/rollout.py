@@ -32,6 +32,31 @@ def summary(artifact_data: Mapping[str, Any] | None) -> dict[str, Any] | None:
         "batches_planned": planned,
         "replicas": replicas,
         "result": "ok" if ok else "failed",
+        **timing(replicas),
+    }
+
+
+def _gate_s(rep: Mapping[str, Any], names: tuple[str, ...]) -> float:
+    return sum(float(g.get("seconds") or 0) for g in rep.get("gates") or [] if g.get("gate") in names)
+
+
+def timing(replicas: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """wall_s: first replica taken out to last one done; ready_sum_s: the replicas' times to ready (their
+    health gates, i.e. start to /health 200); ready_to_passed_s: per replica, /health 200 to the gates
+    passed without the soak (models, completion, accuracy, gateway) and soak_s apart."""
+    starts = [float(r["started"]) for r in replicas.values() if r.get("started") is not None]
+    ends = [float(r["finished"]) for r in replicas.values() if r.get("finished") is not None]
+    if not starts or not ends:
+        return {}
+    ready = sum(_gate_s(r, ("health",)) for r in replicas.values())
+    return {
+        "wall_s": round(max(ends) - min(starts), 1),
+        "ready_sum_s": round(ready, 1),
+        "ready_to_passed_s": {
+            name: round(_gate_s(r, ("models", "completion", "accuracy", "gateway")), 2)
+            for name, r in replicas.items()
+        },
+        "soak_s": {name: round(_gate_s(r, ("soak",)), 2) for name, r in replicas.items()},
     }
 
 
