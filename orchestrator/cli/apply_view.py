@@ -54,7 +54,8 @@ class PlainProgress:
         """The rollout's gates as they pass or fail (batch, replica, gate, seconds)."""
         data = event.get("event_data") or {}
         res = data.get("res")
-        if event.get("event") in ("runner_on_ok", "runner_on_failed") and isinstance(res, Mapping):
+        kinds = ("runner_on_ok", "runner_on_failed", "runner_item_on_ok", "runner_item_on_failed")
+        if event.get("event") in kinds and isinstance(res, Mapping):
             for line in gate_lines(res):
                 self.say(f"{tracker.phase:<10} {line}", None if "FAILED" not in line else "red")
 
