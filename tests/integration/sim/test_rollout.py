@@ -31,7 +31,7 @@ pytestmark = pytest.mark.integration
 PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serve")
 MODEL = "sim-deepseek"
 CONTAINERS = {"a2-01": ["vllm-mn"], "a2-02": ["vllm-mn"], "a2-03": ["vllm-a2-03-a", "vllm-a2-03-b"]}
-GATES = "  gates: {startup_timeout_s: 60, soak_s: 6, latency_budget_s: 10}\n"
+GATES = "  gates: {startup_timeout_s: 30, soak_s: 6, latency_budget_s: 10}\n"
 
 
 @pytest.fixture(scope="module")
