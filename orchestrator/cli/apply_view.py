@@ -15,6 +15,7 @@ from rich.text import Text
 from orchestrator.runner.events import PhaseTracker
 from orchestrator.runner.messages import strip_ansi
 from orchestrator.runner.model import PhaseResult, PhaseStatus, Run
+from orchestrator.runner.rollout import gate_lines
 
 _STYLE = {"failed": "red", "unreachable": "magenta", "running": "cyan", "ok": "green", "waiting": "dim"}
 
@@ -49,7 +50,17 @@ class PlainProgress:
     def phase_started(self, phase: str, hosts: Sequence[str]) -> None:
         self.say(f"== {phase}: {len(hosts)} host(s): {', '.join(hosts)}", "bold")
 
+    def rollout(self, tracker: PhaseTracker, event: Mapping[str, Any]) -> None:
+        """The rollout's gates as they pass or fail (batch, replica, gate, seconds)."""
+        data = event.get("event_data") or {}
+        res = data.get("res")
+        kinds = ("runner_on_ok", "runner_on_failed", "runner_item_on_ok", "runner_item_on_failed")
+        if event.get("event") in kinds and isinstance(res, Mapping):
+            for line in gate_lines(res):
+                self.say(f"{tracker.phase:<10} {line}", None if "FAILED" not in line else "red")
+
     def progress(self, tracker: PhaseTracker, event: Mapping[str, Any]) -> None:
+        self.rollout(tracker, event)
         kind = event.get("event")
         data = event.get("event_data") or {}
         host, task = data.get("host"), data.get("task")
@@ -86,6 +97,7 @@ class LiveProgress(PlainProgress):
         self.live.update(self.render(tracker))
 
     def progress(self, tracker: PhaseTracker, event: Mapping[str, Any]) -> None:
+        self.rollout(tracker, event)  # printed above the live table
         now = time.monotonic()
         if self.live is None or now - self._last < 0.1:
             return

@@ -114,7 +114,12 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
             f"{plan.model_name} ({plan.weights_gib:.0f} GiB) at "
             f"{spec.model.weights_path} ({spec.model.source.type}), checksums verified",
         ),
-        ("serve", tuple(m.server for r in plan.replicas for m in r.members), serve),
+        (  # + one controller-local pseudo-host per replica: the rolling update (render/rollout_vars.py)
+            "serve",
+            tuple(m.server for r in plan.replicas for m in r.members)
+            + tuple(f"replica-{r.name}" for r in plan.replicas),
+            serve,
+        ),
         (
             "gateway",
             gateway_hosts,

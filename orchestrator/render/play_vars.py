@@ -13,6 +13,7 @@ from typing import Any
 
 from orchestrator.planning.model import SitePlan
 from orchestrator.planning.preflight import drivers_serial
+from orchestrator.render.rollout_vars import rollout_play_vars
 from orchestrator.spec.site import SiteSpec
 
 
@@ -22,4 +23,5 @@ def play_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         # software.reboot.batch_size at a time
         "play_drivers_serial": drivers_serial(spec),
         "play_drivers_max_fail_percentage": 0,  # a failed batch stops the rollout
+        **rollout_play_vars(spec, plan),
     }

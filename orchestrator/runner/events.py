@@ -16,6 +16,7 @@ from typing import Any
 
 from orchestrator.runner.messages import failure_message, strip_ansi, tail
 from orchestrator.runner.model import COUNTS, Failure, HostStats, PhaseResult, PhaseStatus
+from orchestrator.runner.rollout import summary as rollout_summary
 
 DONE_STAT = "orchestrator_phase_done"
 """The set_stats key of playbooks/phase_done.yml: the hosts that finished the phase."""
@@ -163,6 +164,8 @@ class PhaseTracker:
             h for h in sorted(hosts) if h not in done and not hosts[h].failed and not hosts[h].unreachable
         )
         result = PhaseResult(self.phase, self.issue, PhaseStatus.OK, hosts, failures, seconds=seconds)
+        artifact_data = (self.stats or {}).get("artifact_data")
+        result.rollout = rollout_summary(artifact_data if isinstance(artifact_data, Mapping) else None)
         if canceled:
             result.status = PhaseStatus.INTERRUPTED
             result.unfinished = tuple(h for h in sorted(hosts) if h not in done)

@@ -74,6 +74,7 @@ class PhaseResult:
     seconds: float = 0.0
     note: str = ""
     artifacts: str = ""  # the job's private data dir
+    rollout: dict[str, Any] | None = None  # the serve phase's rolling update (runner/rollout.py)
 
     @property
     def failed_hosts(self) -> set[str]:
@@ -134,4 +135,5 @@ class Run:
             "failures": [f.as_dict() for f in self.failures],
             "resume": self.resume,
             "artifacts": self.artifacts,
+            "rollout": next((p.rollout for p in self.phases if p.rollout is not None), None),
         }

@@ -38,6 +38,25 @@ class Gates(SpecModel):
     max_error_rate: float = Field(
         0.0, ge=0, le=1, allow_inf_nan=False, description="Smoke-test error rate that fails the gate."
     )
+    latency_budget_s: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="Max seconds a smoke completion may take (first request after start included).",
+    )
+    drain_timeout_s: int = Field(
+        60,
+        ge=0,
+        le=86400,
+        description="Max wait for a replica's running requests to finish after it left the gateway.",
+    )
+    soak_s: int = Field(
+        5,
+        ge=0,
+        le=3600,
+        description="Seconds after the other gates before /health is checked again (catches early crashes).",
+    )
 
 
 class Rollout(SpecModel):

@@ -99,6 +99,9 @@ def _numeric_site() -> dict[str, object]:
             "smoke_prompts": 3,
             "accuracy_tolerance": 0.005,
             "max_error_rate": 0.0,
+            "latency_budget_s": 30.0,
+            "drain_timeout_s": 60,
+            "soak_s": 5,
         },
     }
     data["gateway"] = {

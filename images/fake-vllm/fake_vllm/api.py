@@ -290,7 +290,13 @@ class Handler(BaseHTTPRequestHandler):
         try:
             time.sleep(0.005 + prompt_tokens * 2e-5 + faults.slow_ms / 1000)
             for tok, finish, stop_reason in s.generator.generate(
-                prompt, gen.params, gen.max_tokens, wrong=faults.wrong_answers, choice=choice, stop=gen.stop
+                prompt,
+                gen.params,
+                gen.max_tokens,
+                wrong=faults.wrong_answers,
+                shift=faults.logprob_shift,
+                choice=choice,
+                stop=gen.stop,
             ):
                 if ttft is None:
                     ttft = time.monotonic() - start

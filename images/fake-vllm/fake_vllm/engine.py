@@ -4,7 +4,8 @@ Token ``i`` of an answer is drawn from sha256(model hash, prompt, sampling param
 give the same answer and logprobs for the same request (and streamed == non-streamed, and a shorter
 ``max_tokens`` gives a prefix of a longer one), while other weights give other answers. Each answer also
 has a natural length (8..64 tokens): reaching it ends with ``finish_reason`` "stop", ``max_tokens`` first
-with "length". The ``wrong_answers`` fault salts the hash. Tokens are words of a small vocabulary with a
+with "length". The ``wrong_answers`` fault salts the hash; the ``logprob_shift`` fault keeps the text and
+scales every logprob by (1 + shift). Tokens are words of a small vocabulary with a
 leading space; prompts are counted with a whitespace tokenizer.
 """
 
@@ -79,6 +80,7 @@ class Generator:
         max_tokens: int,
         *,
         wrong: bool = False,
+        shift: float = 0.0,
         choice: int = 0,
         stop: list[str] | None = None,
     ) -> Iterator[tuple[Token, str | None, str | None]]:
@@ -92,6 +94,9 @@ class Generator:
         text = ""
         for i in range(limit):
             tok = self.token(prompt, params, salt, i)
+            if shift:
+                top = tuple((w, round(lp * (1 + shift), 6)) for w, lp in tok.top)
+                tok = Token(text=tok.text, logprob=top[0][1], top=top)
             for s in stop or []:
                 if s and s in text + tok.text:
                     cut = (text + tok.text).index(s) - len(text)

@@ -11,11 +11,15 @@ directory is bind-mounted into the container, else ``/usr/local/dcmi/ascend-sim-
                                   #   appears, whichever is later); null/absent = never
       "slow_ms": 0,               # extra latency before the first token of every completion
       "wrong_answers": false,     # perturb generated text and logprobs (an accuracy gate must fail)
+      "logprob_shift": 0.0,       # same text, every logprob moved by this relative amount (0.05: 5 %
+                                  #   more negative): a numerics regression only logprobs show
       "ports": {"8000": {"slow_ms": 500}}   # overrides for the server whose API port is 8000
     }
 
 Environment (baseline, the file's keys win): ``FAKE_VLLM_NEVER_HEALTHY=1``, ``FAKE_VLLM_CRASH_AFTER_S=N``,
-``FAKE_VLLM_SLOW_MS=N``, ``FAKE_VLLM_WRONG_ANSWERS=1``.
+``FAKE_VLLM_SLOW_MS=N``, ``FAKE_VLLM_WRONG_ANSWERS=1``, ``FAKE_VLLM_LOGPROB_SHIFT=X``. A release that sets
+them in its container env (the spec's serving.env) carries the fault, so rolling back to the previous
+release heals.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-KEYS = ("never_healthy", "crash_after_s", "slow_ms", "wrong_answers")
+KEYS = ("never_healthy", "crash_after_s", "slow_ms", "wrong_answers", "logprob_shift")
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,7 @@ class Faults:
     crash_after_s: float | None = None
     slow_ms: int = 0
     wrong_answers: bool = False
+    logprob_shift: float = 0.0
 
 
 def _truthy(value: str | None) -> bool:
@@ -45,11 +50,13 @@ def _truthy(value: str | None) -> bool:
 def from_env(env: dict[str, str]) -> Faults:
     crash = env.get("FAKE_VLLM_CRASH_AFTER_S", "").strip()
     slow = env.get("FAKE_VLLM_SLOW_MS", "").strip()
+    shift = env.get("FAKE_VLLM_LOGPROB_SHIFT", "").strip()
     return Faults(
         never_healthy=_truthy(env.get("FAKE_VLLM_NEVER_HEALTHY")),
         crash_after_s=float(crash) if crash else None,
         slow_ms=max(int(float(slow)), 0) if slow else 0,
         wrong_answers=_truthy(env.get("FAKE_VLLM_WRONG_ANSWERS")),
+        logprob_shift=float(shift) if shift else 0.0,
     )
 
 
@@ -65,6 +72,9 @@ def _apply(base: Faults, data: dict[str, Any]) -> Faults:
         out = replace(out, slow_ms=max(int(value), 0) if isinstance(value, int | float) else 0)
     if "wrong_answers" in data:
         out = replace(out, wrong_answers=bool(data["wrong_answers"]))
+    if "logprob_shift" in data:
+        value = data["logprob_shift"]
+        out = replace(out, logprob_shift=float(value) if isinstance(value, int | float) else 0.0)
     return out
 
 

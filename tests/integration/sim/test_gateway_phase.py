@@ -10,7 +10,9 @@ from bare servers, then:
   ansible-playbook) reports nothing;
 - a worker removed by hand is reported by check mode, then added back by plain ansible-playbook;
 - 10 s of load through the gateway (load.py): no failed request, every head routable the whole time;
-- another policy in the spec replaces the router container and the heads are added to the new one."""
+- another policy in the spec replaces the router container and the heads are added to the new one;
+- a serving change rolls through the running router, canary first and one replica at a time, while clients
+  send requests through it the whole time: no request fails, never fewer than 2 of 3 workers routable."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ import openai
 import pytest
 import yaml
 
-from tests.integration.sim.load import run_load
+from tests.integration.sim.load import BackgroundLoad, run_load
 from tests.integration.sim.serving_helpers import sh
 from tests.integration.sim.sim_helpers import BIN, Sim, ansible_playbook, module_cluster, recap, run
 
@@ -227,6 +229,36 @@ def test_another_policy_replaces_the_router_and_re_adds_the_heads(sim: Sim, appl
 def plain_gateway_check_after_render(sim: Sim) -> tuple[int, str]:
     run([str(BIN / "orchestrator"), "render", sim.name], sim.root)
     return plain_gateway_check(sim)
+
+
+def test_a_release_rolls_through_the_gateway_under_load_without_a_failed_request(
+    sim: Sim, applied: dict[str, Any]
+) -> None:
+    """A serving change (a new env variable: every replica's release changes) rolls canary first, one
+    replica per batch, through the running router while 6 clients send requests through it the whole time:
+    no request fails, the router always routes to at least replicas - batch size (2 of 3) workers, and every
+    head is back in the router at the end (issue 10's acceptance)."""
+    site = sim.root / "inventories" / sim.name / "site.yaml"
+    text = site.read_text()
+    assert text.count("  max_num_seqs: 16\n") == 1, text
+    site.write_text(text.replace("  max_num_seqs: 16\n", "  max_num_seqs: 16\n  env: {ROLLOUT_MARK: '2'}\n"))
+    with BackgroundLoad(gateway_url(sim), api_key(sim), MODEL, concurrency=6) as load:
+        time.sleep(3)
+        out = apply_json(sim, "--phases", "serve")
+        time.sleep(3)
+    report = load.stop()
+    summary = report.summary()
+    print("rollout:", json.dumps(out.get("rollout")), "load:", json.dumps(summary))
+    rollout = out["rollout"]
+    assert rollout["result"] == "ok", rollout
+    names = sorted(r["name"] for r in group_vars(sim)["rollout_replicas"])
+    assert sorted(n for batch in rollout["batches"] for n in batch) == names
+    assert [len(b) for b in rollout["batches"]] == [1, 1, 1], rollout
+    assert report.failed == 0, summary
+    assert report.ok >= 30, summary
+    assert report.min_workers == 2, summary  # one replica out at a time, never more
+    assert max(n for _, n in report.worker_samples) == 3, summary
+    assert workers(sim) == heads(sim)
 
 
 def test_the_key_is_in_no_output(sim: Sim, applied: dict[str, Any]) -> None:

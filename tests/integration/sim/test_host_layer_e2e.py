@@ -136,8 +136,16 @@ def test_plain_ansible_playbook_check_diff_from_the_checkout_reports_nothing(sim
     roles and the ascend.npu collection), the site's rendered inventory."""
     inventory = sim.root / "inventories" / sim.name / "hosts.yml"
     proc = subprocess.run(
-        [str(BIN / "ansible-playbook"), "-i", str(inventory), "playbooks/site.yml", "--check", "--diff",
-         "--tags", ",".join(HOST_LAYER)],
+        [
+            str(BIN / "ansible-playbook"),
+            "-i",
+            str(inventory),
+            "playbooks/site.yml",
+            "--check",
+            "--diff",
+            "--tags",
+            ",".join(HOST_LAYER),
+        ],
         cwd=REPO,
         env={**ENV, "ANSIBLE_FORCE_COLOR": "0"},
         capture_output=True,

@@ -1,0 +1,387 @@
+#!/usr/bin/python
+# Copyright: ascend-orchestrator contributors
+# Apache-2.0 (see the repository's pyproject.toml)
+"""ascend.npu.vllm_gate: the rollout gates of one vLLM replica, in order (read-only)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: vllm_gate
+short_description: Health gates of a vLLM replica after a (re)start, in order
+description:
+  - Runs the gates of issue 10 against a replica's head, in order, stopping at the first that fails -
+    C(health) (C(GET /health) answers 200 within I(timeout_s), failing at once when the container stops),
+    C(models) (C(GET /v1/models) lists I(model)), C(completion) (each of I(smoke_prompts) completions at
+    temperature 0 returns tokens within I(latency_budget_s) seconds, and the same text as the I(baseline)
+    when one is given), C(accuracy) (top logprobs of I(prompts) at temperature 0 within I(tolerance),
+    relative, of the I(baseline); skipped without one), C(soak) (after I(soak_s) seconds /health is still
+    200 and the container still runs).
+  - Returns per gate C({gate, ok, seconds, expected, seen}) and the I(prompts)' answers (C(sample)), which
+    the caller records as the baseline of a first release.
+  - The API key is read from I(api_key_file) on the host, never passed as a parameter.
+  - Changes nothing; in check mode it reports nothing run.
+options:
+  url:
+    description: Base URL of the replica's head (http://ADDRESS:PORT).
+    type: str
+    required: true
+  container:
+    description: The head's container on this host (its state is checked between polls; omit to skip).
+    type: str
+  model:
+    description: Served model name.
+    type: str
+    required: true
+  timeout_s:
+    description: Seconds the health and models gates may take together (from the weight size and read rate).
+    type: int
+    required: true
+  interval_s:
+    description: Seconds between two polls.
+    type: float
+    default: 1.0
+  api_key_file:
+    description: Host file holding the API key (Bearer token).
+    type: path
+  latency_budget_s:
+    description: Max seconds one smoke completion may take.
+    type: float
+    default: 30.0
+  smoke_prompts:
+    description: Completions the completion gate sends (taken from I(prompts) in turn).
+    type: int
+    default: 3
+  prompts:
+    description: Fixed prompts of the completion and accuracy gates.
+    type: list
+    elements: str
+    required: true
+  max_tokens:
+    description: Tokens per gate completion.
+    type: int
+    default: 8
+  top_logprobs:
+    description: Top logprobs per token the accuracy gate compares.
+    type: int
+    default: 5
+  baseline:
+    description: The recorded answers of these weights (a previous C(sample)); null on a first release.
+    type: dict
+  tolerance:
+    description: Max relative deviation of a logprob from the baseline.
+    type: float
+    default: 0.005
+  soak_s:
+    description: Seconds to wait before the last /health check.
+    type: float
+    default: 0
+  label:
+    description: Echoed back (e.g. "batch 1/2 replica r0"), for the progress output.
+    type: str
+    default: ""
+  log_lines:
+    description: Log lines of I(container) returned on failure.
+    type: int
+    default: 50
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+author: ascend-orchestrator
+"""
+
+EXAMPLES = r"""
+- name: Gates of the replica
+  ascend.npu.vllm_gate:
+    url: http://10.0.0.1:8000
+    container: vllm-r1
+    model: deepseek-r1
+    timeout_s: 600
+    prompts: ["The capital of France is"]
+"""
+
+RETURN = r"""
+gates:
+  description: One entry per gate run, in order - gate, ok, seconds, expected, seen.
+  returned: always
+  type: list
+  elements: dict
+sample:
+  description: Per prompt the temperature-0 answer (text, tokens, top_logprobs per token).
+  returned: success
+  type: dict
+log_tail:
+  description: The container's last log lines (on failure).
+  returned: failure
+  type: list
+  elements: str
+"""
+
+import json
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def http(
+    url: str, key: str | None = None, body: dict[str, Any] | None = None, timeout: float = 30.0
+) -> tuple[int, str]:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data)
+    if body is not None:
+        req.add_header("Content-Type", "application/json")
+    if key:
+        req.add_header("Authorization", f"Bearer {key}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return int(resp.status), resp.read().decode(errors="replace")
+    except urllib.error.HTTPError as exc:
+        return int(exc.code), exc.read().decode(errors="replace")[:300]
+    except (OSError, ValueError) as exc:
+        return 0, str(exc)
+
+
+def container_state(name: str | None) -> str:
+    if not name:
+        return "running"
+    proc = subprocess.run(
+        ["docker", "inspect", "-f", "{{.State.Status}}", name], capture_output=True, text=True, check=False
+    )
+    return proc.stdout.strip() if proc.returncode == 0 else "missing"
+
+
+def log_tail(name: str | None, lines: int) -> list[str]:
+    if not name:
+        return []
+    proc = subprocess.run(
+        ["docker", "logs", "--tail", str(lines), name], capture_output=True, text=True, check=False
+    )
+    return (proc.stdout + proc.stderr).splitlines()[-lines:]
+
+
+def lists_model(body: str, model: str) -> bool:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and any(
+        isinstance(m, dict) and m.get("id") == model for m in data.get("data") or []
+    )
+
+
+def answer(body: str) -> dict[str, Any] | None:
+    """text, tokens and top_logprobs (list of {token: logprob}) of a /v1/completions answer."""
+    try:
+        choice = json.loads(body)["choices"][0]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    lp = choice.get("logprobs") or {}
+    return {
+        "text": str(choice.get("text") or ""),
+        "tokens": list(lp.get("tokens") or []),
+        "top_logprobs": [dict(t or {}) for t in lp.get("top_logprobs") or []],
+    }
+
+
+def compare(baseline: dict[str, Any], seen: dict[str, Any], tolerance: float) -> str | None:
+    """None when every top logprob of ``seen`` is within ``tolerance`` (relative) of the baseline's for the
+    same prompt, position and token; else what differs first."""
+    for prompt, base in sorted(baseline.items()):
+        got = seen.get(prompt)
+        if got is None:
+            return f"no answer to {prompt!r}"
+        if got["tokens"] != base.get("tokens"):
+            return f"tokens of {prompt!r} {got['tokens']} (baseline {base.get('tokens')})"
+        for pos, (want, have) in enumerate(zip(base.get("top_logprobs") or [], got["top_logprobs"])):
+            for token, lp in want.items():
+                if token not in have:
+                    return f"token {pos} of {prompt!r}: {token!r} not in the top logprobs"
+                dev = abs(float(have[token]) - float(lp)) / max(abs(float(lp)), 1e-9)
+                if dev > tolerance + 1e-9 and abs(float(have[token]) - float(lp)) > 1e-6:
+                    return (
+                        f"token {pos} of {prompt!r} {token!r}: logprob {have[token]} vs baseline {lp} "
+                        f"({dev:.2%} off)"
+                    )
+    return None
+
+
+class Gates:
+    """Runs the gates in order; ``results`` holds one entry per gate run."""
+
+    def __init__(self, p: dict[str, Any], key: str | None) -> None:
+        self.p = p
+        self.key = key
+        self.base = str(p["url"]).rstrip("/")
+        self.results: list[dict[str, Any]] = []
+        self.sample: dict[str, Any] = {}
+
+    def _record(self, gate: str, ok: bool, start: float, expected: str, seen: str) -> bool:
+        self.results.append(
+            {
+                "gate": gate,
+                "ok": ok,
+                "seconds": round(time.monotonic() - start, 2),
+                "expected": expected,
+                "seen": seen,
+            }
+        )
+        return ok
+
+    def _complete(self, prompt: str, logprobs: int | None) -> tuple[int, str]:
+        body: dict[str, Any] = {
+            "model": self.p["model"],
+            "prompt": prompt,
+            "max_tokens": self.p["max_tokens"],
+            "temperature": 0,
+        }
+        if logprobs:
+            body["logprobs"] = logprobs
+        return http(
+            f"{self.base}/v1/completions", self.key, body, timeout=float(self.p["latency_budget_s"]) + 5
+        )
+
+    def _poll(self, gate: str, expected: str, deadline: float, probe: Any) -> bool:
+        start = time.monotonic()
+        last = "no answer yet"
+        while True:
+            state = container_state(self.p.get("container"))
+            if state != "running":
+                return self._record(
+                    gate, False, start, expected, f"container {self.p['container']} is {state}"
+                )
+            ok, last = probe()
+            if ok:
+                return self._record(gate, True, start, expected, last)
+            if time.monotonic() >= deadline:
+                return self._record(gate, False, start, expected, f"{last} after {self.p['timeout_s']} s")
+            time.sleep(float(self.p["interval_s"]))
+
+    def health(self, deadline: float) -> bool:
+        def probe() -> tuple[bool, str]:
+            status, _ = http(f"{self.base}/health", timeout=5)
+            return status == 200, f"/health {status or 'not listening'}"
+
+        return self._poll("health", "/health 200", deadline, probe)
+
+    def models(self, deadline: float) -> bool:
+        def probe() -> tuple[bool, str]:
+            status, body = http(f"{self.base}/v1/models", self.key, timeout=5)
+            ok = status == 200 and lists_model(body, self.p["model"])
+            return ok, f"/v1/models {status}" + ("" if ok or status != 200 else f" without {self.p['model']}")
+
+        return self._poll("models", f"/v1/models lists {self.p['model']}", deadline, probe)
+
+    def completion(self) -> bool:
+        start = time.monotonic()
+        budget = float(self.p["latency_budget_s"])
+        prompts = list(self.p["prompts"])
+        base = self.p.get("baseline") or {}
+        expected = f"tokens within {budget:g} s" + (", the baseline's text" if base else "")
+        for i in range(max(int(self.p["smoke_prompts"]), 1 if base else 0)):
+            prompt = prompts[i % len(prompts)]
+            t0 = time.monotonic()
+            status, body = self._complete(prompt, None)
+            took = time.monotonic() - t0
+            got = answer(body) if status == 200 else None
+            if got is None or not got["text"]:
+                return self._record("completion", False, start, expected, f"HTTP {status}: {body[:200]}")
+            if took > budget:
+                return self._record("completion", False, start, expected, f"{took:.1f} s for {prompt!r}")
+            want = (base.get(prompt) or {}).get("text")
+            if want is not None and got["text"] != want:
+                return self._record(
+                    "completion",
+                    False,
+                    start,
+                    expected,
+                    f"{got['text']!r} for {prompt!r} (baseline {want!r})",
+                )
+        return self._record("completion", True, start, expected, "answers as expected")
+
+    def accuracy(self) -> bool:
+        start = time.monotonic()
+        for prompt in self.p["prompts"]:
+            status, body = self._complete(prompt, int(self.p["top_logprobs"]))
+            got = answer(body) if status == 200 else None
+            if got is None:
+                return self._record("accuracy", False, start, "an answer with logprobs", f"HTTP {status}")
+            self.sample[prompt] = got
+        tol = float(self.p["tolerance"])
+        base = self.p.get("baseline")
+        if not base:
+            return self._record("accuracy", True, start, "no baseline yet", "recorded as the baseline")
+        diff = compare(base, self.sample, tol)
+        expected = f"top logprobs within {tol:.2%} of the baseline"
+        return self._record("accuracy", diff is None, start, expected, diff or "within tolerance")
+
+    def soak(self) -> bool:
+        start = time.monotonic()
+        time.sleep(float(self.p["soak_s"]))
+        state = container_state(self.p.get("container"))
+        status, _ = http(f"{self.base}/health", timeout=5)
+        seen = f"container {state}, /health {status or 'not listening'}"
+        ok = state == "running" and status == 200
+        return self._record("soak", ok, start, f"still healthy after {self.p['soak_s']:g} s", seen)
+
+    def run(self) -> bool:
+        deadline = time.monotonic() + int(self.p["timeout_s"])
+        return (
+            self.health(deadline)
+            and self.models(deadline)
+            and self.completion()
+            and self.accuracy()
+            and (float(self.p["soak_s"]) <= 0 or self.soak())
+        )
+
+
+def main() -> None:
+    module = AnsibleModule(
+        argument_spec={
+            "url": {"type": "str", "required": True},
+            "container": {"type": "str"},
+            "model": {"type": "str", "required": True},
+            "timeout_s": {"type": "int", "required": True},
+            "interval_s": {"type": "float", "default": 1.0},
+            "api_key_file": {"type": "path"},
+            "latency_budget_s": {"type": "float", "default": 30.0},
+            "smoke_prompts": {"type": "int", "default": 3},
+            "prompts": {"type": "list", "elements": "str", "required": True},
+            "max_tokens": {"type": "int", "default": 8},
+            "top_logprobs": {"type": "int", "default": 5},
+            "baseline": {"type": "dict"},
+            "tolerance": {"type": "float", "default": 0.005},
+            "soak_s": {"type": "float", "default": 0},
+            "label": {"type": "str", "default": ""},
+            "log_lines": {"type": "int", "default": 50},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    if module.check_mode:
+        module.exit_json(changed=False, gates=[], sample={}, label=p["label"])
+    key = None
+    if p["api_key_file"]:
+        with open(p["api_key_file"], encoding="utf-8") as f:
+            key = f.read().strip()
+        module.no_log_values.add(key)
+    gates = Gates(p, key)
+    if gates.run():
+        module.exit_json(changed=False, gates=gates.results, sample=gates.sample, label=p["label"])
+    bad = gates.results[-1]
+    module.fail_json(
+        msg=f"{p['label'] or p['url']}: gate {bad['gate']} failed: expected {bad['expected']}, "
+        f"seen {bad['seen']}",
+        gates=gates.results,
+        failed_gate=bad["gate"],
+        label=p["label"],
+        log_tail=log_tail(p.get("container"), p["log_lines"]),
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""`orchestrator rollback SITE [--replica R]`: every (or one) replica goes back one release on purpose.
+
+It runs the serve phase's rollout (playbooks/serve.yml) with ``vllm_serve_rollback``: the target of each
+replica is the ``previous`` release of its release records (the full container parameters, not the spec),
+through the same gates and the same batches as an update. Afterwards the records hold no previous release,
+so a second rollback says "no previous release for replica X" and exits 3. The next `orchestrator apply`
+rolls forward to the spec again (`orchestrator drift` reports the difference until then).
+Exit codes as `apply`: 0 rolled back, 3 a gate failed or there was nothing to roll back, 64 usage.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.cli import exits
+from orchestrator.cli.apply_cmd import exit_code
+from orchestrator.cli.apply_view import LiveProgress, PlainProgress, print_outcome
+from orchestrator.cli.common import Format, MaxFindings, MaxSpecSize, SiteArg, load, render_into
+from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
+from orchestrator.cli.sites import project_root
+from orchestrator.planning.phases import plan_phases
+from orchestrator.runner.apply import ApplyRequest, PhaseChoice, apply
+from orchestrator.runner.cancel import Cancel, cancel_on_signals
+from orchestrator.runner.project import ContentMissing, content
+from orchestrator.spec.limits import DEFAULT_MAX_BYTES
+
+
+def rollback_command(
+    site: SiteArg,
+    replica: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--replica", metavar="R", help="Only this replica (repeatable); default: every replica."
+        ),
+    ] = None,
+    yes: Annotated[
+        bool, typer.Option("--yes", "-y", help="Do not ask; required when stdin is not a terminal.")
+    ] = False,
+    fmt: Annotated[
+        Format, typer.Option("--format", help="text (people) or json (one object on stdout, nothing else).")
+    ] = Format.text,
+    max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
+    max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
+) -> None:
+    """Roll replicas back to the release that ran before the last update, through the rollout's gates.
+
+    Exit codes: 0 rolled back, 3 a gate failed or a replica has no previous release, 64 usage.
+    """
+    err = console(stderr=True)
+    root = project_root()
+    try:
+        code = content(root)
+    except ContentMissing as exc:
+        err.print(str(exc), markup=False)
+        raise typer.Exit(exits.NO_SITE) from None
+    result = load(site, max_spec_size, max_findings)
+    if result.spec is None or result.plan is None:
+        raise typer.Exit(exits.INVALID_SPEC)
+    names = [r.name for r in result.plan.replicas]
+    for r in replica or []:
+        if r not in names:
+            raise typer.BadParameter(
+                f"no replica '{r}'; the replicas are {', '.join(names)}", param_hint="--replica"
+            )
+    chosen = list(dict.fromkeys(replica or []))
+    if not yes:
+        if not sys.stdin.isatty():
+            raise typer.BadParameter(
+                "rollback restarts replicas and asks first, but stdin is not a terminal. Fix: pass --yes.",
+                param_hint="--yes",
+            )
+        what = ", ".join(chosen) if chosen else "every replica"
+        if not typer.confirm(f"Roll {what} of {result.spec.site} back to the previous release?", err=True):
+            err.print("nothing was run", markup=False)
+            raise typer.Exit(exits.DECLINED)
+    inventory_dir = Path(result.filename).parent
+    render_into(result, inventory_dir)
+    serve = next(p for p in plan_phases(result.spec, result.plan) if p.name == "serve")
+    req = ApplyRequest(
+        site=result.spec.site,
+        site_arg=site,
+        project_root=root,
+        inventory_dir=inventory_dir.resolve(),
+        content=code,
+        phases=[PhaseChoice(serve.name, serve.issue, serve.hosts, True, code.implemented("serve"))],
+        hosts=None,
+        limit_arg=None,
+        check=False,
+        explicit_phases=True,
+        extra_vars={"vllm_serve_rollback": True, "vllm_serve_rollback_replicas": chosen},
+    )
+    out = console()
+    view: PlainProgress = PlainProgress(err) if fmt is Format.json else PlainProgress(out)
+    if fmt is Format.text and out.is_terminal:
+        view = LiveProgress(out)
+    cancel = Cancel()
+    with cancel_on_signals(cancel):
+        run = apply(req, view, cancel)
+    run.resume = None  # resuming a rollback is another rollback, not an apply
+    rc = exit_code(run)
+    if fmt is Format.json:
+        print(json.dumps(run.as_dict()))
+    else:
+        print_outcome(out, run, rc)
+    raise typer.Exit(rc)

@@ -1,0 +1,230 @@
+"""The serve phase's rolling update (issue 10) on one simulated cluster in the mixed layout (`sim up
+--layout mixed`): replica mn spans a2-01 + a2-02 (head + headless), a2-03 holds a2-03-a and a2-03-b. The
+gateway is disabled here (the gateway's tests drive the router). One `orchestrator apply` of every phase
+from bare servers, then `--phases serve` applies of spec changes:
+
+- a config change (serving.env) rolls through in batches: the canary mn first, alone, as a unit (both of
+  its containers replaced), then one replica per batch (serial [1, 1]); the release records keep the
+  previous release with its full container parameters;
+- a new release that carries a fault (FAKE_VLLM_* in serving.env: never healthy, wrong answers, logprobs
+  5 % off, crash after start) fails the canary at its own gate: exit 3 naming replica, gate, expected and
+  seen and the containers' log lines; the canary runs its previous release again (same release label,
+  healthy), the other replicas are untouched (not restarted);
+- `orchestrator rollback` takes every replica back to the release before the config change through the
+  same gates; a second rollback says there is no previous release and exits 3."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+import yaml
+
+from tests.integration.sim.serving_helpers import sh
+from tests.integration.sim.sim_helpers import BIN, Sim, module_cluster, run
+
+pytestmark = pytest.mark.integration
+
+PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serve")
+MODEL = "sim-deepseek"
+CONTAINERS = {"a2-01": ["vllm-mn"], "a2-02": ["vllm-mn"], "a2-03": ["vllm-a2-03-a", "vllm-a2-03-b"]}
+GATES = "  gates: {startup_timeout_s: 30, soak_s: 6, latency_budget_s: 10}\n"
+
+
+@pytest.fixture(scope="module")
+def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    yield from module_cluster(tmp_path_factory, "it-ro-", "--nodes", "3", "--layout", "mixed")
+
+
+def site_text(sim: Sim) -> str:
+    return (sim.root / "inventories" / sim.name / "site.yaml").read_text()
+
+
+def set_env(sim: Sim, env: dict[str, str]) -> None:
+    """serving.env of the spec (every replica's container env: a new release)."""
+    site = sim.root / "inventories" / sim.name / "site.yaml"
+    lines = [ln for ln in site.read_text().splitlines(keepends=True) if not ln.startswith("  env: {FAKE")]
+    text = "".join(lines)
+    if env:
+        inner = ", ".join(f"{k}: '{v}'" for k, v in env.items())
+        text = text.replace("  max_num_seqs: 16\n", f"  max_num_seqs: 16\n  env: {{{inner}}}\n")
+    site.write_text(text)
+
+
+def cli_json(sim: Sim, *args: str) -> dict[str, Any]:
+    proc = run([str(BIN / "orchestrator"), *args, "--format", "json"], sim.root, check=False, timeout=1800)
+    assert proc.stdout.count("\n") == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out: dict[str, Any] = json.loads(proc.stdout)
+    out["exit"] = proc.returncode
+    out["stderr"] = proc.stderr
+    return out
+
+
+def serve(sim: Sim) -> dict[str, Any]:
+    return cli_json(sim, "apply", sim.name, "--yes", "--phases", "serve")
+
+
+def containers(sim: Sim) -> dict[str, dict[str, Any]]:
+    """server/container -> running, started, release label, env."""
+    out = {}
+    for server, names in CONTAINERS.items():
+        for name in names:
+            rc, text = sh(sim, server, f"docker inspect {name}")
+            assert rc == 0, (server, name, text)
+            (info,) = json.loads(text)
+            out[f"{server}/{name}"] = {
+                "running": info["State"]["Running"],
+                "started": info["State"]["StartedAt"],
+                "release": info["Config"]["Labels"]["io.ascend-orchestrator.release"],
+                "env": dict(e.split("=", 1) for e in info["Config"]["Env"]),
+            }
+    return out
+
+
+def record(sim: Sim, server: str, name: str) -> dict[str, Any]:
+    rc, text = sh(sim, server, f"cat /var/lib/ascend-orchestrator/releases/{name}.json")
+    assert rc == 0, text
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def answers(sim: Sim) -> None:
+    group = yaml.safe_load((sim.root / "inventories" / sim.name / "group_vars" / "all.yml").read_text())
+    key = (sim.state_dir / "api-key").read_text().strip()
+    for rep in group["rollout_replicas"]:
+        client = openai.OpenAI(base_url=rep["endpoint"], api_key=key, max_retries=0, timeout=30)
+        done = client.completions.create(model=MODEL, prompt="The capital of France is", max_tokens=4)
+        assert done.choices[0].text, rep["name"]
+
+
+@pytest.fixture(scope="module")
+def deployed(sim: Sim) -> dict[str, Any]:
+    site = sim.root / "inventories" / sim.name / "site.yaml"
+    text = site_text(sim)
+    assert "rollout:\n  canary: 1\n  batch_size: 1\n" in text
+    site.write_text(
+        text.replace(
+            "rollout:\n  canary: 1\n  batch_size: 1\n", "rollout:\n  canary: 1\n  batch_size: 1\n" + GATES
+        )
+    )
+    first = cli_json(sim, "apply", sim.name, "--yes")
+    ran = [p["name"] for p in first["phases"] if p["status"] == "ok"]
+    assert first["exit"] == 0 and ran == [*PIPELINE], json.dumps(first)[-4000:]
+    assert first["rollout"] is None  # a first deploy starts every replica at once: nothing rolls
+    baselines = list((sim.root / ".orchestrator" / "baselines" / sim.name).glob(f"{MODEL}-*.json"))
+    assert len(baselines) == 1, baselines
+    return {"first": containers(sim), "baseline": json.loads(baselines[0].read_text())}
+
+
+@pytest.fixture(scope="module")
+def rolled(sim: Sim, deployed: dict[str, Any]) -> dict[str, Any]:
+    set_env(sim, {"FAKE_VLLM_INIT_S": "1"})
+    out = serve(sim)
+    assert out["exit"] == 0, json.dumps(out)[-4000:] + out["stderr"][-3000:]
+    return {"out": out, "after": containers(sim)}
+
+
+def test_first_deploy_records_full_params_and_the_accuracy_baseline(
+    sim: Sim, deployed: dict[str, Any]
+) -> None:
+    rec = record(sim, "a2-02", "vllm-mn")["current"]
+    params = rec["params"]
+    assert params["image"].startswith("sha256:") and params["command"][0] == "vllm", params
+    assert (
+        "--headless" in params["command"]
+        and params["env"]["VLLM_API_KEY_FILE"] == "/run/secrets/vllm-api-key"
+    )
+    assert {"devices", "volumes", "shm_size", "labels", "cpuset_cpus"} <= set(params)
+    key = (sim.state_dir / "api-key").read_text().strip()
+    assert key not in json.dumps(rec)
+    # the baseline: the fixed prompts' temperature-0 answers with top logprobs
+    assert all(s["tokens"] and s["top_logprobs"] for s in deployed["baseline"].values()), deployed["baseline"]
+
+
+def test_config_change_rolls_canary_first_then_batches_multinode_as_a_unit(
+    sim: Sim, deployed: dict[str, Any], rolled: dict[str, Any]
+) -> None:
+    rollout = rolled["out"]["rollout"]
+    assert rollout["result"] == "ok", rollout
+    assert rollout["batches"] == [["mn"], ["a2-03-a"], ["a2-03-b"]], rollout
+    for name in ("mn", "a2-03-a", "a2-03-b"):
+        gates = [g["gate"] for g in rollout["replicas"][name]["gates"]]
+        assert gates == ["health", "models", "completion", "accuracy", "soak"], (name, gates)
+        assert rollout["replicas"][name]["result"] == "updated"
+    before, after = deployed["first"], rolled["after"]
+    for key, c in after.items():
+        assert c["running"] and c["started"] != before[key]["started"], key
+        assert c["release"] != before[key]["release"] and c["env"]["FAKE_VLLM_INIT_S"] == "1", key
+    # the multi-node replica is one pseudo-host: both members started within one batch, before a2-03's
+    assert max(after["a2-01/vllm-mn"]["started"], after["a2-02/vllm-mn"]["started"]) < min(
+        after["a2-03/vllm-a2-03-a"]["started"], after["a2-03/vllm-a2-03-b"]["started"]
+    )
+    for server, name in (("a2-01", "vllm-mn"), ("a2-02", "vllm-mn"), ("a2-03", "vllm-a2-03-b")):
+        rec = record(sim, server, name)
+        assert rec["current"]["release"] == after[f"{server}/{name}"]["release"]
+        assert rec["previous"]["release"] == before[f"{server}/{name}"]["release"]
+        assert "FAKE_VLLM_INIT_S" not in rec["previous"]["params"]["env"]
+    answers(sim)
+
+
+@pytest.mark.parametrize(
+    ("fault", "gate"),
+    [
+        ({"FAKE_VLLM_NEVER_HEALTHY": "1"}, "health"),
+        ({"FAKE_VLLM_WRONG_ANSWERS": "1"}, "completion"),
+        ({"FAKE_VLLM_LOGPROB_SHIFT": "0.05"}, "accuracy"),
+        ({"FAKE_VLLM_CRASH_AFTER_S": "3.5"}, "soak"),
+    ],
+)
+def test_a_canary_fault_rolls_back_that_batch_only_and_exits_3_naming_the_gate(
+    sim: Sim, rolled: dict[str, Any], fault: dict[str, str], gate: str
+) -> None:
+    before = containers(sim)
+    set_env(sim, {"FAKE_VLLM_INIT_S": "1", **fault})
+    try:
+        out = serve(sim)
+    finally:
+        set_env(sim, {"FAKE_VLLM_INIT_S": "1"})
+    assert out["exit"] == 3 and out["result"] == "failed", json.dumps(out)[-3000:]
+    rollout = out["rollout"]
+    assert rollout["result"] == "failed" and rollout["batches"] == [["mn"]], rollout
+    mn = rollout["replicas"]["mn"]
+    assert mn["failed_gate"] == gate and mn["result"] == "failed, restored", mn
+    assert [g["gate"] for g in mn["rollback_gates"]] == ["health", "models", "completion", "accuracy", "soak"]
+    (failure,) = [f for f in out["failures"] if f["host"] == "replica-mn"]
+    msg = failure["message"]
+    assert f"batch 1/3 replica mn: gate {gate} failed: expected " in msg and ", seen " in msg, msg
+    assert "Rolled back: mn runs its previous release again" in msg, msg
+    assert "log lines of vllm-mn on a2-01" in msg and "log lines of vllm-mn on a2-02" in msg, msg
+    after = containers(sim)
+    for key in ("a2-01/vllm-mn", "a2-02/vllm-mn"):  # back on the release of before, healthy, restarted
+        assert after[key]["running"] and after[key]["release"] == before[key]["release"], key
+        assert after[key]["started"] != before[key]["started"] and not set(fault) & set(after[key]["env"])
+    for key in ("a2-03/vllm-a2-03-a", "a2-03/vllm-a2-03-b"):  # never in a batch: untouched
+        assert after[key] == before[key], key
+    assert record(sim, "a2-01", "vllm-mn")["current"]["release"] == before["a2-01/vllm-mn"]["release"]
+    answers(sim)
+
+
+def test_rollback_restores_the_previous_release_then_has_none(
+    sim: Sim, deployed: dict[str, Any], rolled: dict[str, Any]
+) -> None:
+    out = cli_json(sim, "rollback", sim.name, "--yes")
+    assert out["exit"] == 0, json.dumps(out)[-4000:] + out["stderr"][-3000:]
+    assert out["rollout"]["batches"] == [["mn"], ["a2-03-a"], ["a2-03-b"]], out["rollout"]
+    assert {r["result"] for r in out["rollout"]["replicas"].values()} == {"rolled_back"}
+    after = containers(sim)
+    for key, c in after.items():
+        assert c["running"] and c["release"] == deployed["first"][key]["release"], key
+        assert "FAKE_VLLM_INIT_S" not in c["env"]
+    rec = record(sim, "a2-03", "vllm-a2-03-a")
+    assert rec["previous"] is None and rec["current"]["release"] == after["a2-03/vllm-a2-03-a"]["release"]
+    answers(sim)
+    again = cli_json(sim, "rollback", sim.name, "--yes", "--replica", "a2-03-a")
+    assert again["exit"] == 3, json.dumps(again)[-3000:]
+    text = json.dumps(again["failures"])
+    assert "no previous release for replica a2-03-a" in text and "Fix:" in text, text
+    assert containers(sim) == after  # nothing restarted

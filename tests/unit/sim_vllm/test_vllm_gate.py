@@ -1,0 +1,140 @@
+"""The rollout gates (module ascend.npu.vllm_gate) against the fake vLLM server started as a local process,
+with the faults a bad release carries in its env: each fails its own gate, a healthy release passes all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ansible_collections.ascend.npu.plugins.modules import vllm_gate as g
+
+from .conftest import Sandbox
+
+PROMPTS = ["The capital of France is", "Two plus two is"]
+
+
+def params(port: int, **over: Any) -> dict[str, Any]:
+    p: dict[str, Any] = {
+        "url": f"http://127.0.0.1:{port}",
+        "container": None,  # a local process: no Docker state to check
+        "model": "sim",
+        "timeout_s": 10,
+        "interval_s": 0.1,
+        "latency_budget_s": 5.0,
+        "smoke_prompts": 2,
+        "prompts": PROMPTS,
+        "max_tokens": 8,
+        "top_logprobs": 5,
+        "baseline": None,
+        "tolerance": 0.005,
+        "soak_s": 0.0,
+        "label": "",
+    }
+    p.update(over)
+    return p
+
+
+def run(sandbox: Sandbox, ckpt: Path, baseline: dict[str, Any] | None, **env: str) -> g.Gates:
+    proc = sandbox.start(["serve", str(ckpt), "--served-model-name", "sim"], **env)
+    assert proc.port is not None
+    soak = 1.0 if "FAKE_VLLM_CRASH_AFTER_S" in env else 0.0
+    gates = g.Gates(params(proc.port, baseline=baseline, soak_s=soak), None)
+    gates.run()
+    return gates
+
+
+def names(gates: g.Gates) -> list[tuple[str, bool]]:
+    return [(r["gate"], r["ok"]) for r in gates.results]
+
+
+@pytest.fixture(scope="module")
+def baseline(
+    tmp_path_factory: pytest.TempPathFactory, fake_vllm_home: Path, checkpoints: dict[str, Path]
+) -> Any:
+    sb = Sandbox(tmp_path_factory.mktemp("baseline"), fake_vllm_home)
+    try:
+        first = run(sb, checkpoints["a"], None)
+    finally:
+        sb.cleanup()
+    assert names(first) == [("health", True), ("models", True), ("completion", True), ("accuracy", True)]
+    assert first.results[-1]["seen"] == "recorded as the baseline"
+    assert sorted(first.sample) == sorted(PROMPTS) and all(s["top_logprobs"] for s in first.sample.values())
+    return first.sample
+
+
+def test_same_release_passes_every_gate_against_its_baseline(
+    sandbox: Sandbox, checkpoints: dict[str, Path], baseline: Any
+) -> None:
+    gates = run(sandbox, checkpoints["a"], baseline)
+    assert all(ok for _, ok in names(gates)) and len(gates.results) == 4
+    assert all({"gate", "ok", "seconds", "expected", "seen"} <= set(r) for r in gates.results)
+
+
+def test_other_weights_answer_differently(
+    sandbox: Sandbox, checkpoints: dict[str, Path], baseline: Any
+) -> None:
+    gates = run(sandbox, checkpoints["b"], baseline)
+    assert names(gates)[-1] == ("completion", False)
+
+
+def test_wrong_answers_fail_the_completion_gate(
+    sandbox: Sandbox, checkpoints: dict[str, Path], baseline: Any
+) -> None:
+    gates = run(sandbox, checkpoints["a"], baseline, FAKE_VLLM_WRONG_ANSWERS="1")
+    assert names(gates)[-1] == ("completion", False)
+    assert "baseline" in gates.results[-1]["seen"]
+
+
+def test_logprob_drift_beyond_tolerance_fails_only_the_accuracy_gate(
+    sandbox: Sandbox, checkpoints: dict[str, Path], baseline: Any
+) -> None:
+    gates = run(sandbox, checkpoints["a"], baseline, FAKE_VLLM_LOGPROB_SHIFT="0.05")
+    assert names(gates) == [("health", True), ("models", True), ("completion", True), ("accuracy", False)]
+    assert "5.00% off" in gates.results[-1]["seen"]
+    assert "0.50%" in gates.results[-1]["expected"]
+
+
+def test_logprob_drift_within_tolerance_passes(
+    sandbox: Sandbox, checkpoints: dict[str, Path], baseline: Any
+) -> None:
+    gates = run(sandbox, checkpoints["a"], baseline, FAKE_VLLM_LOGPROB_SHIFT="0.002")
+    assert names(gates)[-1] == ("accuracy", True)
+
+
+def test_never_healthy_fails_the_health_gate_at_the_timeout(
+    sandbox: Sandbox, checkpoints: dict[str, Path], baseline: Any
+) -> None:
+    proc = sandbox.start(
+        ["serve", str(checkpoints["a"]), "--served-model-name", "sim"], FAKE_VLLM_NEVER_HEALTHY="1"
+    )
+    assert proc.port is not None
+    gates = g.Gates(params(proc.port, baseline=baseline, timeout_s=2), None)
+    assert not gates.run()
+    assert names(gates) == [("health", False)]
+    assert gates.results[0]["seen"] == "/health 503 after 2 s" and gates.results[0]["seconds"] >= 2
+
+
+def test_crash_after_start_fails_the_soak(
+    sandbox: Sandbox, checkpoints: dict[str, Path], baseline: Any
+) -> None:
+    gates = run(sandbox, checkpoints["a"], baseline, FAKE_VLLM_CRASH_AFTER_S="0.5")
+    assert sandbox.procs[0].wait(timeout=10) == 1
+    # every gate before passed quickly; the exit 0.5 s after /health turned 200 lands in the 1 s soak
+    assert names(gates) == [
+        ("health", True),
+        ("models", True),
+        ("completion", True),
+        ("accuracy", True),
+        ("soak", False),
+    ]
+    assert gates.results[-1]["seen"] == "container running, /health not listening"
+
+
+def test_compare_is_relative_per_token() -> None:
+    base = {"p": {"tokens": [" a"], "top_logprobs": [{" a": -1.0, " b": -2.0}]}}
+    same = {"p": {"tokens": [" a"], "top_logprobs": [{" a": -1.004, " b": -2.009}]}}
+    off = {"p": {"tokens": [" a"], "top_logprobs": [{" a": -1.0, " b": -2.02}]}}
+    assert g.compare(base, same, 0.005) is None
+    assert "' b'" in str(g.compare(base, off, 0.005)) and "1.00% off" in str(g.compare(base, off, 0.005))
+    assert "tokens" in str(g.compare(base, {"p": {"tokens": [" c"], "top_logprobs": []}}, 0.005))

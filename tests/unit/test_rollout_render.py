@@ -1,0 +1,182 @@
+"""The serve phase's rolling update as rendered: serial from canary / batch_size / min_available, one
+controller-local pseudo-host per replica, the worker URLs; the collection's batch split agrees with Ansible's
+own serial split; the apply's rollout summary and gate lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from ansible.executor.playbook_executor import PlaybookExecutor
+from ansible.playbook.play import Play
+from ansible_collections.ascend.npu.plugins.filter import vllm_rollout as f
+
+from orchestrator.render.inventory import inventory_files
+from orchestrator.render.rollout_vars import batch_size, serial
+from orchestrator.runner.rollout import gate_lines, summary
+from orchestrator.spec.operations import Rollout
+from tests.helpers import EXAMPLES, load_example, run_cli, validate_data
+
+
+@pytest.mark.parametrize(
+    ("rollout", "replicas", "want"),
+    [
+        ({}, 3, [1, 1]),  # defaults: canary 1, then 1 at a time
+        ({"canary": 1, "batch_size": 2}, 5, [1, 2]),
+        ({"canary": 0, "batch_size": 2}, 5, [2]),
+        ({"canary": 1, "batch_size": "50%"}, 8, [1, 4]),
+        ({"canary": 1, "batch_size": "10%"}, 3, [1, 1]),  # a percentage gives at least one replica
+        ({"canary": 2, "batch_size": 4, "min_available": 3}, 5, [2, 2]),  # 5 - 3 may be out at once
+        ({"canary": 3, "batch_size": "100%", "min_available": 4}, 5, [1, 1]),
+    ],
+)
+def test_serial_from_canary_batch_and_min_available(
+    rollout: dict[str, Any], replicas: int, want: list[int]
+) -> None:
+    r = Rollout.model_validate(rollout)
+    assert serial(r, replicas) == want
+    # no batch takes more replicas out of service than min_available allows
+    assert max(want) <= replicas - (r.min_available or 0)
+
+
+def test_percentage_batch_size_floors_like_ansible() -> None:
+    assert batch_size(Rollout.model_validate({"batch_size": "25%"}), 10) == 2
+    assert batch_size(Rollout.model_validate({"batch_size": 3}), 10) == 3
+
+
+def _ansible_batches(hosts: list[str], serial_value: Any) -> list[list[str]]:
+    """Ansible's own split (PlaybookExecutor._get_serialized_batches) of a play over ``hosts``."""
+
+    class _Inv:
+        def get_hosts(self, pattern: Any, order: Any = None) -> list[str]:
+            return list(hosts)
+
+    play = Play.load({"hosts": "all", "serial": serial_value, "gather_facts": False, "tasks": []})
+    executor = PlaybookExecutor.__new__(PlaybookExecutor)
+    executor._inventory = _Inv()  # type: ignore[assignment]
+    return [list(b) for b in executor._get_serialized_batches(play)]
+
+
+@pytest.mark.parametrize("serial_value", [[1, 1], [1, 2], [2], [1, "50%"], ["30%"], [1, 3, 1]])
+def test_the_collection_splits_batches_as_ansible_does(serial_value: list[Any]) -> None:
+    hosts = [f"replica-r{i}" for i in range(7)]
+    assert f.batches(hosts, serial_value) == _ansible_batches(hosts, serial_value)
+    first = f.batches(hosts, serial_value)[0]
+    assert f.batch(first[0], hosts, serial_value)[0] == 1
+
+
+def test_inventory_has_one_local_pseudo_host_per_replica_with_its_worker_url() -> None:
+    data = load_example("a2-fleet-gateway")
+    res = validate_data(data)
+    assert res.spec is not None and res.plan is not None
+    files = inventory_files(res.spec, res.plan, "0" * 64)
+    group = files["hosts.yml"]["all"]["children"]["serve_replicas"]["hosts"]
+    assert list(group) == [f"replica-{r.name}" for r in res.plan.replicas]
+    assert not [k for k in files if k.startswith("host_vars/replica-")]  # not servers: vars inline
+    for rep in res.plan.replicas:
+        hv = group[f"replica-{rep.name}"]
+        assert hv["ansible_connection"] == "local"
+        assert hv["serve_replica"]["members"] == [m.server for m in rep.members]
+        # vllm-router's worker URL: the endpoint without its /v1 suffix
+        assert hv["serve_replica"]["worker_url"] + "/v1" == rep.endpoint
+    summaries = files["group_vars/all.yml"]["rollout_replicas"]
+    assert [s["worker_url"] for s in summaries] == [r.endpoint.removesuffix("/v1") for r in res.plan.replicas]
+
+
+def test_rollout_summary_orders_batches_and_flags_a_failure() -> None:
+    data = {
+        "orchestrator_rollout": {
+            "mn": {"batch": 1, "batches": 2, "result": "updated", "gates": []},
+            "b": {
+                "batch": 2,
+                "batches": 2,
+                "result": "failed, restored",
+                "gates": [],
+                "failed_gate": "accuracy",
+            },
+            "a": {"batch": 2, "batches": 2, "result": "updated", "gates": []},
+        }
+    }
+    out = summary(data)
+    assert out is not None
+    assert out["batches"] == [["mn"], ["b", "a"]] and out["result"] == "failed"
+    assert summary({}) is None
+    lines = gate_lines(
+        {
+            "label": "batch 1/2 replica mn",
+            "gates": [
+                {
+                    "gate": "health",
+                    "ok": True,
+                    "seconds": 3.14,
+                    "expected": "/health 200",
+                    "seen": "/health 200",
+                },
+                {
+                    "gate": "accuracy",
+                    "ok": False,
+                    "seconds": 0.2,
+                    "expected": "within 0.50%",
+                    "seen": "5.00% off",
+                },
+            ],
+        }
+    )
+    assert lines == [
+        "batch 1/2 replica mn: gate health ok (3.1 s): /health 200",
+        "batch 1/2 replica mn: gate accuracy FAILED (0.2 s): expected within 0.50%, seen 5.00% off",
+    ]
+
+
+def test_release_entries_restore_the_recorded_release_and_roll_back_to_the_previous() -> None:
+    wanted = [
+        {
+            "params": {"name": "vllm-a", "image": "sha256:new"},
+            "record": {"release": "n"},
+            "replica": "a",
+            "role": "head",
+        },
+        {
+            "params": {"name": "vllm-b", "image": "sha256:new"},
+            "record": {"release": "n"},
+            "replica": "b",
+            "role": "head",
+        },
+    ]
+    records = {
+        "vllm-a": {
+            "current": {"release": "c", "params": {"name": "vllm-a", "image": "sha256:cur"}, "time": "t"},
+            "previous": {"release": "p", "params": {"name": "vllm-a", "image": "sha256:old"}},
+        },
+        "vllm-b": {"current": {"release": "c"}, "previous": None},  # an issue-9 record: hashes only
+    }
+    (a,) = f.rollout_entries(wanted, records, ["a"], False)
+    assert a["target"]["params"]["image"] == "sha256:new" and a["restore"]["params"]["image"] == "sha256:cur"
+    assert a["restore"]["record"] == {"release": "c"}
+    (back,) = f.rollout_entries(wanted, records, ["a"], True)
+    assert (
+        back["target"]["params"]["image"] == "sha256:old"
+        and back["restore"]["params"]["image"] == "sha256:cur"
+    )
+    (b,) = f.rollout_entries(wanted, records, ["b"], False)
+    assert b["restore"] is None
+    assert f.missing_previous(["a", "b"], records, wanted) == ["b"]
+
+
+def test_a_replica_rolls_only_when_every_member_computed_its_entries() -> None:
+    rep = {"name": "mn", "head": "a2-01", "members": ["a2-01", "a2-02"]}
+    entry = [{"replica": "mn", "name": "vllm-mn"}]
+    both = {
+        "a2-01": {"_vllm_serve_update": ["mn"], "_vllm_serve_entries": entry},
+        "a2-02": {"_vllm_serve_update": ["mn"], "_vllm_serve_entries": entry},
+    }
+    assert f.rolls(rep, both)
+    assert not f.rolls(rep, {**both, "a2-02": {}})  # a2-02 failed (e.g. no previous release) or left out
+    assert not f.rolls(rep, {**both, "a2-01": {"_vllm_serve_entries": entry}})  # the head lists no update
+    assert [m["host"] for m in f.members(rep, both, "_vllm_serve_entries")] == ["a2-01", "a2-02"]
+
+
+def test_rollback_refuses_an_unknown_replica_before_running_anything() -> None:
+    proc = run_cli("rollback", str(EXAMPLES / "a2-pair-r1-w8a8" / "site.yaml"), "--replica", "nope", "--yes")
+    assert proc.returncode == 64, proc.stderr
+    assert "no replica 'nope'; the replicas are r1" in " ".join(proc.stderr.split()), proc.stderr
