@@ -13,14 +13,24 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 import yaml
+from rich.console import Console
 
 from orchestrator.cli import exits
 from orchestrator.cli.apply_view import LiveProgress, PlainProgress, print_outcome
-from orchestrator.cli.common import Format, MaxFindings, MaxSpecSize, SiteArg, load, render_into
+from orchestrator.cli.common import (
+    Format,
+    MaxFindings,
+    MaxSpecSize,
+    RunFormat,
+    SiteArg,
+    Yes,
+    load,
+    render_into,
+)
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.sites import project_root
 from orchestrator.planning.phases import PHASE_NAMES, plan_phases
@@ -138,9 +148,7 @@ def apply_command(
     check: Annotated[
         bool, typer.Option("--check", help="Dry run (ansible --check --diff): report, change nothing.")
     ] = False,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Do not ask; required when stdin is not a terminal.")
-    ] = False,
+    yes: Yes = False,
     verify_weights: Annotated[
         bool,
         typer.Option(
@@ -149,9 +157,7 @@ def apply_command(
             "changed since their last verification).",
         ),
     ] = False,
-    fmt: Annotated[
-        Format, typer.Option("--format", help="text (people) or json (one object on stdout, nothing else).")
-    ] = Format.text,
+    fmt: RunFormat = Format.text,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
@@ -162,11 +168,7 @@ def apply_command(
     """
     err = console(stderr=True)
     root = project_root()
-    try:
-        code = content(root)
-    except ContentMissing as exc:
-        err.print(str(exc), markup=False)
-        raise typer.Exit(exits.NO_SITE) from None
+    code = ansible_content(root, err)
     selected, explicit = select_phases(phases, from_phase, code)
     result = load(site, max_spec_size, max_findings)
     if result.spec is None or result.plan is None:  # load exits on an invalid spec
@@ -194,6 +196,22 @@ def apply_command(
         explicit_phases=explicit,
         extra_vars={"model_weights_verify_full": True} if verify_weights else {},
     )
+    run_and_report(req, fmt, err)
+
+
+def ansible_content(root: Path, err: Console) -> Content:
+    """The playbooks and roles to run, or exit NO_SITE saying where they were looked for."""
+    try:
+        return content(root)
+    except ContentMissing as exc:
+        err.print(str(exc), markup=False)
+        raise typer.Exit(exits.NO_SITE) from None
+
+
+def run_and_report(req: ApplyRequest, fmt: Format, err: Console, resume: bool = True) -> NoReturn:
+    """Run the request's phases with live progress (stderr when the output is JSON), Ctrl-C stopping the
+    running playbook, then print the summary (or one JSON object) and exit with the run's code. resume=False:
+    the run prints no resume command (a rollback is resumed by rolling back again, not by an apply)."""
     out = console()
     view: PlainProgress = PlainProgress(err) if fmt is Format.json else PlainProgress(out)
     if fmt is Format.text and out.is_terminal:
@@ -204,6 +222,8 @@ def apply_command(
     )
     with cancel_on_signals(cancel):
         run = apply(req, view, cancel)
+    if not resume:
+        run.resume = None
     rc = exit_code(run)
     if fmt is Format.json:
         print(json.dumps(run.as_dict()))

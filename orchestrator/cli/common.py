@@ -49,6 +49,12 @@ MaxSpecSize = Annotated[
         help="Refuse spec files larger than this (bytes, or e.g. 64MiB).",
     ),
 ]
+Yes = Annotated[
+    bool, typer.Option("--yes", "-y", help="Do not ask; required when stdin is not a terminal.")
+]
+RunFormat = Annotated[
+    Format, typer.Option("--format", help="text (people) or json (one object on stdout, nothing else).")
+]
 MaxFindings = Annotated[
     int,
     typer.Option("--max-findings", min=0, help="Print at most this many findings per spec; 0 prints all."),

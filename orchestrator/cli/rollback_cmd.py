@@ -10,7 +10,6 @@ Exit codes as `apply`: 0 rolled back, 3 a gate failed or there was nothing to ro
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -18,15 +17,21 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli import exits
-from orchestrator.cli.apply_cmd import exit_code
-from orchestrator.cli.apply_view import LiveProgress, PlainProgress, print_outcome
-from orchestrator.cli.common import Format, MaxFindings, MaxSpecSize, SiteArg, load, render_into
+from orchestrator.cli.apply_cmd import ansible_content, run_and_report
+from orchestrator.cli.common import (
+    Format,
+    MaxFindings,
+    MaxSpecSize,
+    RunFormat,
+    SiteArg,
+    Yes,
+    load,
+    render_into,
+)
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.sites import project_root
 from orchestrator.planning.phases import plan_phases
-from orchestrator.runner.apply import ApplyRequest, PhaseChoice, apply
-from orchestrator.runner.cancel import Cancel, cancel_on_signals
-from orchestrator.runner.project import ContentMissing, content
+from orchestrator.runner.apply import ApplyRequest, PhaseChoice
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
 
 
@@ -38,12 +43,8 @@ def rollback_command(
             "--replica", metavar="R", help="Only this replica (repeatable); default: every replica."
         ),
     ] = None,
-    yes: Annotated[
-        bool, typer.Option("--yes", "-y", help="Do not ask; required when stdin is not a terminal.")
-    ] = False,
-    fmt: Annotated[
-        Format, typer.Option("--format", help="text (people) or json (one object on stdout, nothing else).")
-    ] = Format.text,
+    yes: Yes = False,
+    fmt: RunFormat = Format.text,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
@@ -53,11 +54,7 @@ def rollback_command(
     """
     err = console(stderr=True)
     root = project_root()
-    try:
-        code = content(root)
-    except ContentMissing as exc:
-        err.print(str(exc), markup=False)
-        raise typer.Exit(exits.NO_SITE) from None
+    code = ansible_content(root, err)
     result = load(site, max_spec_size, max_findings)
     if result.spec is None or result.plan is None:
         raise typer.Exit(exits.INVALID_SPEC)
@@ -94,17 +91,4 @@ def rollback_command(
         explicit_phases=True,
         extra_vars={"vllm_serve_rollback": True, "vllm_serve_rollback_replicas": chosen},
     )
-    out = console()
-    view: PlainProgress = PlainProgress(err) if fmt is Format.json else PlainProgress(out)
-    if fmt is Format.text and out.is_terminal:
-        view = LiveProgress(out)
-    cancel = Cancel()
-    with cancel_on_signals(cancel):
-        run = apply(req, view, cancel)
-    run.resume = None  # resuming a rollback is another rollback, not an apply
-    rc = exit_code(run)
-    if fmt is Format.json:
-        print(json.dumps(run.as_dict()))
-    else:
-        print_outcome(out, run, rc)
-    raise typer.Exit(rc)
+    run_and_report(req, fmt, err, resume=False)
