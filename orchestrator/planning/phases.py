@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orchestrator.planning.model import SitePlan
-from orchestrator.planning.roles import container_hosts, hosts_with_role, role_host
+from orchestrator.planning.roles import container_hosts, hosts_with_role, replica_host, role_host
 from orchestrator.planning.tuning import tuning_plan
 from orchestrator.spec.site import SiteSpec
 
@@ -117,7 +117,7 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
         (  # + one controller-local pseudo-host per replica: the rolling update (render/rollout_vars.py)
             "serve",
             tuple(m.server for r in plan.replicas for m in r.members)
-            + tuple(f"replica-{r.name}" for r in plan.replicas),
+            + tuple(replica_host(r.name) for r in plan.replicas),
             serve,
         ),
         (

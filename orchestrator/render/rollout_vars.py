@@ -17,17 +17,11 @@ import math
 from typing import Any
 
 from orchestrator.planning.model import ReplicaPlan, SitePlan
+from orchestrator.planning.roles import replica_host
 from orchestrator.spec.operations import Rollout
 from orchestrator.spec.site import SiteSpec
 
 REPLICA_GROUP = "serve_replicas"
-REPLICA_HOST_PREFIX = "replica-"
-
-
-def replica_host(name: str) -> str:
-    return f"{REPLICA_HOST_PREFIX}{name}"
-
-
 def worker_url(rep: ReplicaPlan) -> str:
     """The replica's URL in vllm-router's worker list: its endpoint without /v1 (head address + port)."""
     return f"http://{rep.head.address}:{rep.port}"
