@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from orchestrator.spec.findings import Position
 from tests.spec_text import TWO_A2_REPLICAS as SERVING
-from tests.spec_text import TWO_A2_REPLICAS
 from tests.spec_text import check, described, errors_at, printed
 
 FIX_IF_IP = (
@@ -350,7 +349,7 @@ def test_a_server_named_like_a_replica_pseudo_host_is_refused_with_a_fix() -> No
             address: 10.0.0.12
             profile: a2
         """,
-        TWO_A2_REPLICAS.replace("[a2-02]", "[replica-r1]"),
+        SERVING.replace("[a2-02]", "[replica-r1]"),
     )
     assert [f.path for f in result.errors] == [("servers", 1, "name")]
     (found,) = result.errors
