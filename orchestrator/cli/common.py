@@ -49,9 +49,7 @@ MaxSpecSize = Annotated[
         help="Refuse spec files larger than this (bytes, or e.g. 64MiB).",
     ),
 ]
-Yes = Annotated[
-    bool, typer.Option("--yes", "-y", help="Do not ask; required when stdin is not a terminal.")
-]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask; required when stdin is not a terminal.")]
 RunFormat = Annotated[
     Format, typer.Option("--format", help="text (people) or json (one object on stdout, nothing else).")
 ]

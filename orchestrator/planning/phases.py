@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orchestrator.planning.model import SitePlan
-from orchestrator.planning.roles import container_hosts, hosts_with_role, replica_host, role_host
+from orchestrator.planning.roles import container_hosts, hosts_with_role, role_host
 from orchestrator.planning.tuning import tuning_plan
 from orchestrator.spec.site import SiteSpec
 
@@ -114,12 +114,7 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
             f"{plan.model_name} ({plan.weights_gib:.0f} GiB) at "
             f"{spec.model.weights_path} ({spec.model.source.type}), checksums verified",
         ),
-        (  # + one controller-local pseudo-host per replica: the rolling update (render/rollout_vars.py)
-            "serve",
-            tuple(m.server for r in plan.replicas for m in r.members)
-            + tuple(replica_host(r.name) for r in plan.replicas),
-            serve,
-        ),
+        ("serve", tuple(m.server for r in plan.replicas for m in r.members), serve),
         (
             "gateway",
             gateway_hosts,

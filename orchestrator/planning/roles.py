@@ -9,13 +9,6 @@ from orchestrator.spec.site import SiteSpec
 SiteRole = Literal["build", "gateway", "monitoring"]
 SITE_ROLES: tuple[SiteRole, ...] = ("build", "gateway", "monitoring")
 
-REPLICA_HOST_PREFIX = "replica-"
-"""Inventory pseudo-host of each replica (group serve_replicas: the rolling update); no server may use it."""
-
-
-def replica_host(name: str) -> str:
-    return f"{REPLICA_HOST_PREFIX}{name}"
-
 
 def hosts_with_role(spec: SiteSpec, role: str) -> tuple[str, ...]:
     """Every server that lists role, in spec order."""

@@ -1,8 +1,7 @@
 """Turn a validated spec and its plan into Ansible inventory content (plain dicts, deterministic order).
 
 Layout written by the renderer:
-  hosts.yml               groups (npu, build, gateway, monitoring, replica_<name>, rollout_<group>) and the
-                          serve rollout's controller-local replica pseudo-hosts (serve_replicas, vars inline)
+  hosts.yml               groups only (npu, build, gateway, monitoring, replica_<name>, rollout_<group>)
   group_vars/all.yml      site-wide settings (SSH, versions, model, rollout, monitoring, drift)
   group_vars/npu.yml      host-layer settings shared by NPU servers (packages, tuning, HCCN options)
   host_vars/<host>.yml    everything per host: address, chip, HCCN addresses, serving instances (a Ray
@@ -24,12 +23,7 @@ from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.render.ascend_runtime import ascend_runtime_vars
 from orchestrator.render.gateway_vars import gateway_vars
 from orchestrator.render.image_vars import image_vars
-from orchestrator.render.rollout_vars import (
-    REPLICA_GROUP,
-    replica_group,
-    rollout_vars,
-    worker_url,
-)
+from orchestrator.render.rollout_vars import rollout_vars, worker_url
 from orchestrator.render.serve_vars import serve_vars
 from orchestrator.render.weights_vars import weights_vars
 from orchestrator.spec.hardware import Server
@@ -71,7 +65,6 @@ def _groups(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         groups.setdefault(rep.group, []).append(f"replica_{rep.name}".replace("-", "_"))
     for group, reps in groups.items():
         children[f"rollout_{group}".replace("-", "_")] = {"children": dict.fromkeys(reps)}
-    children[REPLICA_GROUP] = replica_group(plan)
     return {"all": {"children": children}}
 
 

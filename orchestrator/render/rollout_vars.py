@@ -1,14 +1,13 @@
-"""The serve phase's rolling update (issue 10): one inventory pseudo-host per replica and the batch sizes.
+"""The serve phase's rolling update (issue 10): the batch sizes, the gates' settings, the worker URLs.
 
-- Group ``serve_replicas`` (hosts.yml, variables inline): host ``replica-<name>`` per replica,
-  ``ansible_connection: local`` (it runs on the
-  controller and reaches its members with ``delegate_to``), its replica in ``serve_replica``. A multi-node
-  replica is ONE pseudo-host, so it rolls as a unit. playbooks/serve.yml puts the replicas whose release
-  changed into group ``serve_update`` and rolls over it with ``serial``.
-- ``play_serve_serial`` (play_vars.yml; ``serial`` is a play keyword): the canary batch first, then
-  ``batch_size`` (a number or a percentage of the replicas), no batch larger than
-  ``replicas - min_available`` (a batch is out of service while it is replaced). Ansible repeats the last
-  entry of a serial list until every host ran.
+playbooks/serve.yml puts the HEAD SERVERS of the replicas whose release changed into group ``serve_update``
+(in plan order) and rolls over it with ``serial``; each head server rolls the replicas it heads one after
+another (other members through ``delegate_to``: a multi-node replica rolls as a unit), so a batch of k head
+servers has at most k replicas out of service at once.
+- ``play_serve_serial`` (play_vars.yml; ``serial`` is a play keyword), in head servers: the canary batch
+  first, then ``batch_size`` (a number or a percentage of the replicas), no batch larger than
+  ``replicas - min_available``. Ansible repeats the last entry of a serial list until every host ran.
+- ``rollout_replicas[].worker_url`` (group_vars/all.yml): the replica's URL in vllm-router's worker list.
 """
 
 from __future__ import annotations
@@ -17,11 +16,10 @@ import math
 from typing import Any
 
 from orchestrator.planning.model import ReplicaPlan, SitePlan
-from orchestrator.planning.roles import replica_host
 from orchestrator.spec.operations import Rollout
 from orchestrator.spec.site import SiteSpec
 
-REPLICA_GROUP = "serve_replicas"
+
 def worker_url(rep: ReplicaPlan) -> str:
     """The replica's URL in vllm-router's worker list: its endpoint without /v1 (head address + port)."""
     return f"http://{rep.head.address}:{rep.port}"
@@ -61,27 +59,4 @@ def rollout_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "rollout_latency_budget_s": g.latency_budget_s,
         "rollout_drain_timeout_s": g.drain_timeout_s,
         "rollout_soak_s": g.soak_s,
-    }
-
-
-def replica_group(plan: SitePlan) -> dict[str, Any]:
-    """hosts.yml: the group of replica pseudo-hosts, each with its few variables inline (they are not
-    servers: no host_vars file)."""
-    return {"hosts": {replica_host(r.name): replica_host_vars(r) for r in plan.replicas}}
-
-
-def replica_host_vars(rep: ReplicaPlan) -> dict[str, Any]:
-    """A pseudo-host's variables: local connection, its replica."""
-    return {
-        "ansible_connection": "local",
-        "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-        "ansible_become": False,
-        "serve_replica": {
-            "name": rep.name,
-            "head": rep.head.server,
-            "members": [m.server for m in rep.members],
-            "port": rep.port,
-            "endpoint": rep.endpoint,
-            "worker_url": worker_url(rep),
-        },
     }

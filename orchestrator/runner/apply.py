@@ -115,9 +115,7 @@ def apply(req: ApplyRequest, observer: Observer, cancel: Cancel, run_id: str | N
             if stop or cancel.requested:
                 add(_skipped(ph, PhaseStatus.NOT_RUN, stop or "the apply was interrupted before it", {}))
                 continue
-            # a replica pseudo-host (serve phase) runs on the controller: --limit never leaves it out; the
-            # serve play itself updates only replicas whose members are selected
-            wanted = [h for h in ph.hosts if req.hosts is None or h in req.hosts or h.startswith("replica-")]
+            wanted = [h for h in ph.hosts if req.hosts is None or h in req.hosts]
             left_out = {h: excluded[h] for h in wanted if h in excluded}
             targets = tuple(h for h in wanted if h not in excluded)
             if not targets:

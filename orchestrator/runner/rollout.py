@@ -1,7 +1,8 @@
 """The serve phase's rolling update as the apply reports it (issue 10).
 
-Each replica pseudo-host of playbooks/serve.yml records its outcome with set_stats (key
-``orchestrator_rollout``: {replica: {batch, batches, result, gates, ...}}); the gate module's results carry
+Each replica that rolls in playbooks/serve.yml records its outcome with set_stats on its head server (key
+``orchestrator_rollout``: {replica: {batch, batches, result, gates, ...}}; a batch is a set of head servers,
+each rolling its replicas one after another); the gate module's results carry
 ``gates`` and ``label`` ("batch n/N replica R"), which the progress output prints as they arrive.
 """
 

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
-from orchestrator.planning.roles import REPLICA_HOST_PREFIX
 from orchestrator.spec.findings import Finding, Related, SpecPath, error
 from orchestrator.spec.hardware import Server
 from orchestrator.spec.site import SiteSpec
@@ -39,14 +38,6 @@ def _names(spec: SiteSpec) -> Iterator[Finding]:
                 (Related(("servers", j, "name")),),
             )
         servers.setdefault(srv.name, i)
-        if srv.name.startswith(REPLICA_HOST_PREFIX):
-            yield error(
-                ("servers", i, "name"),
-                f"server name '{srv.name}' starts with '{REPLICA_HOST_PREFIX}', the prefix of the "
-                "inventory's replica pseudo-hosts (one per replica, group serve_replicas: rolling update)",
-                f"rename the server so that its name does not start with '{REPLICA_HOST_PREFIX}'",
-                "reserved",
-            )
     replicas: dict[str, int] = {}
     for r, rep in enumerate(spec.serving.replicas):
         if rep.name in replicas:

@@ -35,7 +35,6 @@ def rendered(site: str) -> dict[str, dict[str, Any]]:
     inv = REPO / "inventories" / site
     hosts = yaml.safe_load((inv / "hosts.yml").read_text())["all"]["children"]
     groups: dict[str, set[str]] = {g: set((body or {}).get("hosts") or {}) for g, body in hosts.items()}
-    inline = {h: hv for body in hosts.values() for h, hv in ((body or {}).get("hosts") or {}).items() if hv}
     base = yaml.safe_load((inv / "group_vars" / "all.yml").read_text())
     out = {}
     for host in sorted(set().union(*groups.values())):
@@ -43,10 +42,7 @@ def rendered(site: str) -> dict[str, dict[str, Any]]:
         for group in ("npu",):
             if host in groups.get(group, set()) and (inv / "group_vars" / f"{group}.yml").is_file():
                 merged.update(yaml.safe_load((inv / "group_vars" / f"{group}.yml").read_text()))
-        if host in inline:  # the serve rollout's replica pseudo-hosts: variables inline in hosts.yml
-            merged.update(inline[host])
-        else:
-            merged.update(yaml.safe_load((inv / "host_vars" / f"{host}.yml").read_text()) or {})
+        merged.update(yaml.safe_load((inv / "host_vars" / f"{host}.yml").read_text()) or {})
         merged["_groups"] = {g for g, members in groups.items() if host in members}
         out[host] = merged
     return out
@@ -81,11 +77,7 @@ def test_rendered_keys_are_declared_and_typed(site: str) -> None:
     for host, hostvars in rendered(site).items():
         ours = {k for k in hostvars if k.startswith(PREFIXES)}
         assert ours <= declared, f"{site}/{host}: rendered but declared by no role: {sorted(ours - declared)}"
-        # preflight runs on every server (not on the serve phase's controller-local replica pseudo-hosts),
-        # the driver roles on the npu group
-        if "serve_replicas" in hostvars["_groups"]:
-            assert "npu" not in hostvars["_groups"] and hostvars["ansible_connection"] == "local", host
-            continue
+        # preflight runs on every server, the driver roles on the npu group
         readers = ["preflight"] + (["npu_driver", "npu_firmware"] if "npu" in hostvars["_groups"] else [])
         for role in readers:
             for name, spec in specs[role].items():

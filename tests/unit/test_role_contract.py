@@ -140,15 +140,6 @@ def rendered(inventories: Path) -> dict[str, list[tuple[str, Any]]]:
             if f.is_file():
                 for k, v in (yaml.safe_load(f.read_text()) or {}).items():
                     out.setdefault(k, []).append((str(f.relative_to(inventories)), v))
-        # host variables inline in hosts.yml (the serve rollout's replica pseudo-hosts)
-        hosts_yml = site / "hosts.yml"
-        groups = (
-            (yaml.safe_load(hosts_yml.read_text()) or {})["all"]["children"] if hosts_yml.is_file() else {}
-        )
-        for body in groups.values():
-            for hv in ((body or {}).get("hosts") or {}).values():
-                for k, v in (hv or {}).items():
-                    out.setdefault(k, []).append((str((site / "hosts.yml").relative_to(inventories)), v))
     return out
 
 

@@ -1,6 +1,6 @@
-"""The serve phase's rolling update as rendered: serial from canary / batch_size / min_available, one
-controller-local pseudo-host per replica, the worker URLs; the collection's batch split agrees with Ansible's
-own serial split; the apply's rollout summary and gate lines."""
+"""The serve phase's rolling update as rendered: serial from canary / batch_size / min_available, the worker
+URLs, an inventory of real servers only; the collection's batch split agrees with Ansible's own serial split;
+which head servers roll which replicas; the apply's rollout summary and gate lines."""
 
 from __future__ import annotations
 
@@ -59,28 +59,51 @@ def _ansible_batches(hosts: list[str], serial_value: Any) -> list[list[str]]:
 
 @pytest.mark.parametrize("serial_value", [[1, 1], [1, 2], [2], [1, "50%"], ["30%"], [1, 3, 1]])
 def test_the_collection_splits_batches_as_ansible_does(serial_value: list[Any]) -> None:
-    hosts = [f"replica-r{i}" for i in range(7)]
+    hosts = [f"srv-{i}" for i in range(7)]
     assert f.batches(hosts, serial_value) == _ansible_batches(hosts, serial_value)
     first = f.batches(hosts, serial_value)[0]
     assert f.batch(first[0], hosts, serial_value)[0] == 1
 
 
-def test_inventory_has_one_local_pseudo_host_per_replica_with_its_worker_url() -> None:
+def test_inventory_holds_servers_only_and_every_replica_its_worker_url() -> None:
     data = load_example("a2-fleet-gateway")
     res = validate_data(data)
     assert res.spec is not None and res.plan is not None
     files = inventory_files(res.spec, res.plan, "0" * 64)
-    group = files["hosts.yml"]["all"]["children"]["serve_replicas"]["hosts"]
-    assert list(group) == [f"replica-{r.name}" for r in res.plan.replicas]
-    assert not [k for k in files if k.startswith("host_vars/replica-")]  # not servers: vars inline
-    for rep in res.plan.replicas:
-        hv = group[f"replica-{rep.name}"]
-        assert hv["ansible_connection"] == "local"
-        assert hv["serve_replica"]["members"] == [m.server for m in rep.members]
-        # vllm-router's worker URL: the endpoint without its /v1 suffix
-        assert hv["serve_replica"]["worker_url"] + "/v1" == rep.endpoint
+    groups = files["hosts.yml"]["all"]["children"]
+    named = {h for body in groups.values() for h in ((body or {}).get("hosts") or {})}
+    assert named <= {s.name for s in res.spec.servers}  # --limit SERVERS selects every host a phase runs on
     summaries = files["group_vars/all.yml"]["rollout_replicas"]
-    assert [s["worker_url"] for s in summaries] == [r.endpoint.removesuffix("/v1") for r in res.plan.replicas]
+    assert [s["name"] for s in summaries] == [r.name for r in res.plan.replicas]
+    for s, rep in zip(summaries, res.plan.replicas, strict=True):
+        assert s["head"] == rep.head.server and s["members"] == [m.server for m in rep.members]
+        # vllm-router's worker URL: the endpoint without its /v1 suffix
+        assert s["worker_url"] + "/v1" == rep.endpoint
+
+
+REPLICAS = [
+    {"name": "mn", "head": "a2-01", "members": ["a2-01", "a2-02"]},
+    {"name": "b", "head": "a2-03", "members": ["a2-03"]},
+    {"name": "c", "head": "a2-04", "members": ["a2-04"]},
+    {"name": "a", "head": "a2-03", "members": ["a2-03"]},
+]
+
+
+def _wants(*names: str) -> dict[str, Any]:
+    return {"_vllm_serve_update": list(names), "_vllm_serve_entries": [{"replica": n} for n in names]}
+
+
+def test_heads_roll_their_replicas_in_plan_order_and_a_split_replica_is_named() -> None:
+    hv = {"a2-01": _wants("mn"), "a2-02": _wants("mn"), "a2-03": _wants("b", "a"), "a2-04": {}}
+    # the rolling play's hosts: the heads of the replicas that roll, once each, in plan order
+    assert f.heads(REPLICAS, hv) == ["a2-01", "a2-03"]
+    assert [r["name"] for r in f.headed(REPLICAS, "a2-03", hv)] == ["b", "a"]
+    assert f.headed(REPLICAS, "a2-04", hv) == []
+    # a limit without mn's head: a2-02 names the server left out; the head without a2-02 names a2-02
+    assert f.orphans(REPLICAS, "a2-02", hv, ["a2-02", "a2-03"]) == {"mn": ["a2-01"]}
+    assert f.orphans(REPLICAS, "a2-01", hv, ["a2-01"]) == {"mn": ["a2-02"]}
+    assert f.orphans(REPLICAS, "a2-03", hv, ["a2-03"]) == {}
+    assert f.orphans(REPLICAS, "a2-04", hv, ["a2-04"]) == {}  # nothing to update there
 
 
 def test_rollout_summary_orders_batches_and_flags_a_failure() -> None:

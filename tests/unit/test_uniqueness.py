@@ -329,30 +329,3 @@ def test_duplicate_profile_name_is_a_duplicate_key_at_the_second_definition() ->
     (found,) = result.errors
     assert found.position is not None and found.position.line == 5
     assert found.message.startswith('duplicate key "a2"')
-
-
-def test_a_server_named_like_a_replica_pseudo_host_is_refused_with_a_fix() -> None:
-    """The rolling update adds one inventory host `replica-<name>` per replica (render/rollout_vars.py): a
-    server whose name starts with that prefix could take a replica's place in the inventory."""
-    result = check(
-        """
-        site: lab
-        profiles:
-          a2:
-            chip: 910B3
-        servers:
-          - name: a2-01
-            address: 10.0.0.11
-            profile: a2
-            roles: [npu, build, monitoring]
-          - name: replica-r1
-            address: 10.0.0.12
-            profile: a2
-        """,
-        SERVING.replace("[a2-02]", "[replica-r1]"),
-    )
-    assert [f.path for f in result.errors] == [("servers", 1, "name")]
-    (found,) = result.errors
-    assert found.position == Position(10, 11)
-    assert "starts with 'replica-'" in found.message
-    assert found.fix == "rename the server so that its name does not start with 'replica-'"

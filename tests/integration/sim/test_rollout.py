@@ -3,15 +3,18 @@
 gateway is disabled here (the gateway's tests drive the router). One `orchestrator apply` of every phase
 from bare servers, then `--phases serve` applies of spec changes:
 
-- a config change (serving.env) rolls through in batches: the canary mn first, alone, as a unit (both of
-  its containers replaced), then one replica per batch (serial [1, 1]); the release records keep the
-  previous release with its full container parameters;
+- a config change (serving.env) rolls through in batches of head servers (serial [1, 1]): the canary mn
+  first, alone, as a unit on its head a2-01 (both of its containers replaced), then a2-03, which rolls the
+  two replicas it heads one after another (a2-03-b stops only after a2-03-a passed its gates); the release
+  records keep the previous release with its full container parameters;
 - a new release that carries a fault (FAKE_VLLM_* in serving.env: never healthy, wrong answers, logprobs
   5 % off, crash after start) fails the canary at its own gate: exit 3 naming replica, gate, expected and
   seen and the containers' log lines; the canary runs its previous release again (same release label,
   healthy), the other replicas are untouched (not restarted);
 - `orchestrator rollback` takes every replica back to the release before the config change through the
-  same gates; a second rollback says there is no previous release and exits 3."""
+  same gates; a second rollback says there is no previous release and exits 3;
+- `--limit` that holds a2-02 but not a2-01 (mn's head) fails on a2-02 naming a2-01 instead of silently
+  leaving mn on its old release."""
 
 from __future__ import annotations
 
@@ -149,7 +152,7 @@ def test_config_change_rolls_canary_first_then_batches_multinode_as_a_unit(
 ) -> None:
     rollout = rolled["out"]["rollout"]
     assert rollout["result"] == "ok", rollout
-    assert rollout["batches"] == [["mn"], ["a2-03-a"], ["a2-03-b"]], rollout
+    assert rollout["batches"] == [["mn"], ["a2-03-a", "a2-03-b"]], rollout
     for name in ("mn", "a2-03-a", "a2-03-b"):
         gates = [g["gate"] for g in rollout["replicas"][name]["gates"]]
         assert gates == ["health", "models", "completion", "accuracy", "soak"], (name, gates)
@@ -158,10 +161,13 @@ def test_config_change_rolls_canary_first_then_batches_multinode_as_a_unit(
     for key, c in after.items():
         assert c["running"] and c["started"] != before[key]["started"], key
         assert c["release"] != before[key]["release"] and c["env"]["FAKE_VLLM_INIT_S"] == "1", key
-    # the multi-node replica is one pseudo-host: both members started within one batch, before a2-03's
+    # the multi-node replica rolls as a unit on its head: both members started in batch 1, before a2-03's
     assert max(after["a2-01/vllm-mn"]["started"], after["a2-02/vllm-mn"]["started"]) < min(
         after["a2-03/vllm-a2-03-a"]["started"], after["a2-03/vllm-a2-03-b"]["started"]
     )
+    # a2-03 heads two replicas: a2-03-b is replaced only after a2-03-a passed every gate (one out at a time)
+    reps = rollout["replicas"]
+    assert reps["a2-03-a"]["finished"] <= reps["a2-03-b"]["started"], reps
     for server, name in (("a2-01", "vllm-mn"), ("a2-02", "vllm-mn"), ("a2-03", "vllm-a2-03-b")):
         rec = record(sim, server, name)
         assert rec["current"]["release"] == after[f"{server}/{name}"]["release"]
@@ -194,9 +200,9 @@ def test_a_canary_fault_rolls_back_that_batch_only_and_exits_3_naming_the_gate(
     mn = rollout["replicas"]["mn"]
     assert mn["failed_gate"] == gate and mn["result"] == "failed, restored", mn
     assert [g["gate"] for g in mn["rollback_gates"]] == ["health", "models", "completion", "accuracy", "soak"]
-    (failure,) = [f for f in out["failures"] if f["host"] == "replica-mn"]
+    (failure,) = [f for f in out["failures"] if f["host"] == "a2-01"]  # mn's head rolls it
     msg = failure["message"]
-    assert f"batch 1/3 replica mn: gate {gate} failed: expected " in msg and ", seen " in msg, msg
+    assert f"batch 1/2 replica mn: gate {gate} failed: expected " in msg and ", seen " in msg, msg
     assert "Rolled back: mn runs its previous release again" in msg, msg
     assert "log lines of vllm-mn on a2-01" in msg and "log lines of vllm-mn on a2-02" in msg, msg
     after = containers(sim)
@@ -214,7 +220,7 @@ def test_rollback_restores_the_previous_release_then_has_none(
 ) -> None:
     out = cli_json(sim, "rollback", sim.name, "--yes")
     assert out["exit"] == 0, json.dumps(out)[-4000:] + out["stderr"][-3000:]
-    assert out["rollout"]["batches"] == [["mn"], ["a2-03-a"], ["a2-03-b"]], out["rollout"]
+    assert out["rollout"]["batches"] == [["mn"], ["a2-03-a", "a2-03-b"]], out["rollout"]
     assert {r["result"] for r in out["rollout"]["replicas"].values()} == {"rolled_back"}
     after = containers(sim)
     for key, c in after.items():
@@ -228,3 +234,17 @@ def test_rollback_restores_the_previous_release_then_has_none(
     text = json.dumps(again["failures"])
     assert "no previous release for replica a2-03-a" in text and "Fix:" in text, text
     assert containers(sim) == after  # nothing restarted
+
+
+def test_a_limit_that_splits_a_replica_fails_naming_the_server_left_out(
+    sim: Sim, deployed: dict[str, Any], rolled: dict[str, Any]
+) -> None:
+    set_env(sim, {"FAKE_VLLM_INIT_S": "2"})  # a new release for every replica
+    before = containers(sim)
+    out = cli_json(sim, "apply", sim.name, "--yes", "--phases", "serve", "--limit", "a2-02")
+    assert out["exit"] == 3, json.dumps(out)[-3000:]
+    (failure,) = out["failures"]
+    msg = " ".join(failure["message"].split())
+    assert failure["host"] == "a2-02" and "release of replica mn changed" in msg, failure
+    assert "Fix: add a2-01 to --limit" in msg, msg
+    assert out["rollout"] is None and containers(sim) == before  # nothing rolled, nothing restarted

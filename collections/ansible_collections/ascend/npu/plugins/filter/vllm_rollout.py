@@ -16,10 +16,17 @@
 - ``host | ascend.npu.rollout_batch(play_hosts_all, serial)``: [n, N] of the batch holding ``host``.
 - ``hosts | ascend.npu.rollout_batches(serial)``: the batches Ansible's ``serial`` (list of numbers or
   percentages) makes of ``hosts``.
-- ``replica | ascend.npu.rollout_rolls(hostvars)``: whether the replica (a pseudo-host's serve_replica)
+- ``replica | ascend.npu.rollout_rolls(hostvars)``: whether the replica (an entry of rollout_replicas)
   rolls: its head lists it in _vllm_serve_update and every member has its entries.
-- ``replica | ascend.npu.rollout_members(hostvars, key)``: [{host, ...entry}] of a replica pseudo-host's
-  members, from each member's ``key`` list (e.g. _vllm_serve_entries).
+- ``replicas | ascend.npu.rollout_heads(hostvars)``: the head servers of the replicas that roll, once each,
+  in plan order (the hosts of the rolling play: the canary is the head of the plan's first replica to roll).
+- ``replicas | ascend.npu.rollout_headed(head, hostvars)``: the replicas ``head`` heads that roll, in plan
+  order (it rolls them one after another).
+- ``replicas | ascend.npu.rollout_orphans(host, hostvars, play_hosts)``: {replica: [servers left out]} of
+  the replicas ``host`` is a member of and wants to update while another of their members is not in the play
+  (``--limit`` left it out): a replica rolls as a unit, so it would not roll.
+- ``replica | ascend.npu.rollout_members(hostvars, key)``: [{host, ...entry}] of a replica's members, from
+  each member's ``key`` list (e.g. _vllm_serve_entries).
 """
 
 from __future__ import annotations
@@ -163,6 +170,33 @@ def rolls(replica: dict[str, Any], hostvars: Any) -> bool:
     )
 
 
+def heads(replicas: list[dict[str, Any]], hostvars: Any) -> list[str]:
+    out: list[str] = []
+    for rep in replicas:
+        if rolls(rep, hostvars) and rep["head"] not in out:
+            out.append(str(rep["head"]))
+    return out
+
+
+def headed(replicas: list[dict[str, Any]], head: str, hostvars: Any) -> list[dict[str, Any]]:
+    return [rep for rep in replicas if rep["head"] == head and rolls(rep, hostvars)]
+
+
+def orphans(
+    replicas: list[dict[str, Any]], host: str, hostvars: Any, play_hosts: list[str]
+) -> dict[str, list[str]]:
+    entries = _hostvar(hostvars, host, "_vllm_serve_entries", [])
+    out: dict[str, list[str]] = {}
+    for rep in replicas:
+        members = rep.get("members") or []
+        if host not in members or not any(e["replica"] == rep["name"] for e in entries):
+            continue
+        left_out = [str(m) for m in members if m not in play_hosts]
+        if left_out:
+            out[str(rep["name"])] = left_out
+    return out
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -175,4 +209,7 @@ class FilterModule:
             "rollout_batch": batch,
             "rollout_members": members,
             "rollout_rolls": rolls,
+            "rollout_heads": heads,
+            "rollout_headed": headed,
+            "rollout_orphans": orphans,
         }
