@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from orchestrator.runner.changes import Change
+
 COUNTS = ("ok", "changed", "failed", "unreachable", "skipped", "rescued", "ignored")
 
 
@@ -75,6 +77,7 @@ class PhaseResult:
     note: str = ""
     artifacts: str = ""  # the job's private data dir
     rollout: dict[str, Any] | None = None  # the serve phase's rolling update (runner/rollout.py)
+    changes: list[Change] = field(default_factory=list)  # changed task results (what plan / drift report)
 
     @property
     def failed_hosts(self) -> set[str]:
@@ -94,6 +97,7 @@ class PhaseResult:
             "excluded": dict(sorted(self.excluded.items())),
             "unfinished": list(self.unfinished),
             "note": self.note,
+            "changes": [c.as_dict() for c in self.changes],
         }
 
 
