@@ -61,11 +61,20 @@ class Gates(SpecModel):
 
 class Rollout(SpecModel):
     canary: int = Field(
-        1, ge=0, le=MAX_REPLICAS, description="Replicas in the first batch (0: no canary batch)."
+        1,
+        ge=0,
+        le=MAX_REPLICAS,
+        description=(
+            "Head servers in the first batch (0: no canary batch); each rolls the replicas it heads one "
+            "after another, so the plan's first replica to roll is the canary."
+        ),
     )
     batch_size: Annotated[int, Field(le=MAX_REPLICAS)] | str = Field(
         1,
-        description="Replicas per later batch: a number or a percentage such as '25%'.",
+        description=(
+            "Head servers per later batch: a number or a percentage of the replicas such as '25%' (a "
+            "batch of k head servers has at most k replicas out of service)."
+        ),
         union_mode="left_to_right",
     )
     max_fail_percentage: int = Field(0, ge=0, le=100)
