@@ -31,6 +31,7 @@ from orchestrator.cli.rollback_cmd import rollback_command
 from orchestrator.cli.show_cmd import show_command
 from orchestrator.cli.sim_cmds import sim_app
 from orchestrator.cli.sites import ROOT_ENV, example_sites, set_root
+from orchestrator.cli.status_cmd import status_command
 from orchestrator.cli.weights_cmd import weights_app
 from orchestrator.planning.phases import plan_phases
 from orchestrator.render import render_texts
@@ -52,6 +53,7 @@ app.command("apply")(apply_command)
 app.command("rollback")(rollback_command)
 app.command("history")(history_command)
 app.command("show")(show_command)
+app.command("status")(status_command)
 
 
 def _version() -> str:
