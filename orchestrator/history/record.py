@@ -103,14 +103,17 @@ class Recording:
         self.finished = True
         self._write()
 
-    def finish_run(self, run: Run, exit_code: int) -> None:
-        """The runner's Run is the authority on phases, stats and failures."""
+    def finish_run(self, run: Run, exit_code: int, result: str | None = None) -> None:
+        """The runner's Run is the authority on phases, stats and failures; `result` overrides its result
+        (e.g. drift: "drift" / "clean")."""
         rec = self.record
         rec.phases = [phase_summary(p) for p in run.phases]
         rec.host_stats = {p.name: {h: s.as_dict() for h, s in sorted(p.hosts.items())} for p in run.phases}
         rec.host_stats = {k: v for k, v in rec.host_stats.items() if v}
         rec.failures = [f.as_dict() for f in run.failures]
-        self.finish(result=str(run.result), exit_code=exit_code, resume=run.resume, artifacts=run.artifacts)
+        self.finish(
+            result=result or str(run.result), exit_code=exit_code, resume=run.resume, artifacts=run.artifacts
+        )
 
 
 class _RecordingObserver:
