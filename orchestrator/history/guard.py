@@ -27,20 +27,20 @@ def holder(run_id: str, kind: str, site: str) -> Holder:
 def recover(project_root: Path, site: str, stale: Holder | None, me: str, say: Say) -> None:
     """Record the runs of the site whose process is gone as interrupted (the stale holder first, with a
     line saying so). History trouble is a warning: the lock is what keeps runs apart."""
+    marked = False
     try:
         with db.connect(project_root) as conn:
             if stale is not None:
-                db.mark_interrupted(conn, stale.run_id, utc_now(), f"process gone; lock recovered by {me}")
+                note = f"process gone; lock recovered by {me}"
+                marked = db.mark_interrupted(conn, stale.run_id, utc_now(), note)
             for rec in db.runs(conn, site):
                 if rec.result == db.RUNNING and rec.shown_result == db.GONE and rec.run_id != me:
                     db.mark_interrupted(conn, rec.run_id, utc_now(), "process gone")
     except db.HistoryError as exc:
         say(f"warning: {exc}")
     if stale is not None:
-        say(
-            f"recovered the stale lock of site {site}: {stale.describe()} is gone; "
-            "it is recorded as interrupted"
-        )
+        what = "it is recorded as interrupted" if marked else "its run had already been recorded as ended"
+        say(f"recovered the stale lock of site {site}: {stale.describe()} is gone; {what}")
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:

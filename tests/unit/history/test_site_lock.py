@@ -5,6 +5,7 @@ with SIGKILL leaves a stale holder file that the next run recovers (its run reco
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -135,3 +136,33 @@ def test_apply_is_refused_with_exit_75_while_another_run_holds_the_site(
     assert not (root / ".orchestrator" / "runs").exists()  # nothing ran
     with db.connect(root) as conn:
         assert [r.run_id for r in db.runs(conn, site)] == ["20261204T210000Z-cccccc"]  # no row of its own
+
+
+def test_a_stale_holder_of_a_run_that_had_ended_keeps_its_result(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    lock = lock_path(tmp_path, "lab")
+    lock.parent.mkdir(parents=True)
+    holder = {
+        "run_id": "r-ended",
+        "kind": "apply",
+        "site": "lab",
+        "pid": child.pid,
+        "pid_start": None,
+        "user": "ops",
+        "host": "ctl",
+        "started": "2026-12-04T21:00:00Z",
+    }
+    holder_path(lock).write_text(json.dumps(holder))
+    with db.connect(tmp_path) as conn:
+        db.insert(
+            conn, db.RunRecord("r-ended", "apply", "lab", "2026-12-04T21:00:00Z", result="ok", exit_code=0)
+        )
+    said: list[str] = []
+    take(tmp_path, "lab", "r-next", "apply", said.append).release()
+    assert said == [
+        f"recovered the stale lock of site lab: apply run r-ended (pid {child.pid}, user ops on ctl, started "
+        "2026-12-04T21:00:00Z) is gone; its run had already been recorded as ended"
+    ]
+    with db.connect(tmp_path) as conn:
+        assert db.find(conn, "r-ended").result == "ok"
