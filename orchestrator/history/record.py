@@ -73,6 +73,10 @@ class Recording:
             self._broken = True
             self.say(f"warning: this run is not recorded in the history: {exc}")
 
+    def start(self) -> None:
+        """Insert the row ("running", with the pid)."""
+        self._write(insert=True)
+
     def phase_done(self, result: PhaseResult) -> None:
         rec = self.record
         rec.phases.append(phase_summary(result))
@@ -181,7 +185,7 @@ def recorded_run(
             kind, site, run_id, spec_path=spec_path, content_root=content_root, argv=argv, check=check
         )
         recording = Recording(project_root, rec, say)
-        recording._write(insert=True)
+        recording.start()
         try:
             yield recording
         except KeyboardInterrupt:
