@@ -24,11 +24,14 @@ from orchestrator.cli.common import (
     resolve,
 )
 from orchestrator.cli.findings_json import result_json
+from orchestrator.cli.history_cmd import history_command
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console, print_findings, print_plan, summary_line
 from orchestrator.cli.phase_lines import phase_head
 from orchestrator.cli.rollback_cmd import rollback_command
+from orchestrator.cli.show_cmd import show_command
 from orchestrator.cli.sim_cmds import sim_app
 from orchestrator.cli.sites import ROOT_ENV, example_sites, set_root
+from orchestrator.cli.status_cmd import status_command
 from orchestrator.cli.weights_cmd import weights_app
 from orchestrator.planning.phases import plan_phases
 from orchestrator.render import render_texts
@@ -48,6 +51,9 @@ app.add_typer(sim_app, name="sim")
 app.add_typer(weights_app, name="weights")
 app.command("apply")(apply_command)
 app.command("rollback")(rollback_command)
+app.command("history")(history_command)
+app.command("show")(show_command)
+app.command("status")(status_command)
 
 
 def _version() -> str:

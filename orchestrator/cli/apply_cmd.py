@@ -3,6 +3,7 @@
 Exit codes (exits.py): 0 every selected host finished every phase; 2 invalid spec (nothing run);
 3 a host failed, or a phase stopped early or could not run; 4 hosts were unreachable and nothing failed
 (3 wins over 4: a failure needs a person, an unreachable host may only need a retry); 130 interrupted;
+75 another run holds the site's lock (nothing run; the holder is named);
 64 usage (bad --phases/--from-phase/--limit, or no --yes without a terminal); 66 no such site;
 73 render refused to overwrite a file it does not own; 1 declined at the prompt.
 """
@@ -31,14 +32,17 @@ from orchestrator.cli.common import (
     load,
     render_into,
 )
+from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.sites import project_root
+from orchestrator.history.lock import SiteLock
+from orchestrator.history.record import recorded_run
 from orchestrator.planning.phases import PHASE_NAMES, plan_phases
 from orchestrator.render import render_texts
 from orchestrator.runner.apply import ApplyRequest, PhaseChoice, apply
 from orchestrator.runner.cancel import Cancel, cancel_on_signals
 from orchestrator.runner.model import Run, RunResult
-from orchestrator.runner.project import Content, ContentMissing, content, not_implemented_message
+from orchestrator.runner.project import Content, ContentMissing, content, new_run_id, not_implemented_message
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
 
 EXIT_CODES = {
@@ -164,7 +168,8 @@ def apply_command(
     """Validate, render, and run the phase playbooks (preflight, drivers, host, network, ...) on the site.
 
     Exit codes: 0 ok, 2 invalid spec, 3 a host failed (or a phase stopped), 4 hosts unreachable and
-    none failed, 130 interrupted (the resume command is printed), 64 usage, 1 declined at the prompt.
+    none failed, 130 interrupted (the resume command is printed), 75 another run holds the site's lock,
+    64 usage, 1 declined at the prompt.
     """
     err = console(stderr=True)
     root = project_root()
@@ -173,30 +178,32 @@ def apply_command(
     result = load(site, max_spec_size, max_findings)
     if result.spec is None or result.plan is None:  # load exits on an invalid spec
         raise typer.Exit(exits.INVALID_SPEC)
-    inventory_dir = Path(result.filename).parent
-    hosts = resolve_limit(limit, render_texts(result)["hosts.yml"], (h.name for h in result.plan.hosts))
-    render_into(result, inventory_dir)
-    choices = [
-        PhaseChoice(p.name, p.issue, p.hosts, p.name in selected, code.implemented(p.name))
-        for p in plan_phases(result.spec, result.plan)
-        if p.name in selected  # not implemented ones too (reported as such), unless --phases lists phases
-    ]
-    if not check and not yes:
-        _confirm(choices, hosts)
-    req = ApplyRequest(
-        site=result.spec.site,
-        site_arg=site,
-        project_root=root,
-        inventory_dir=inventory_dir.resolve(),
-        content=code,
-        phases=choices,
-        hosts=hosts,
-        limit_arg=limit,
-        check=check,
-        explicit_phases=explicit,
-        extra_vars={"model_weights_verify_full": True} if verify_weights else {},
-    )
-    run_and_report(req, fmt, err)
+    run_id = new_run_id()
+    with hold_site_lock(root, result.spec.site, run_id, "apply", err) as lock:
+        inventory_dir = Path(result.filename).parent
+        hosts = resolve_limit(limit, render_texts(result)["hosts.yml"], (h.name for h in result.plan.hosts))
+        render_into(result, inventory_dir)
+        choices = [
+            PhaseChoice(p.name, p.issue, p.hosts, p.name in selected, code.implemented(p.name))
+            for p in plan_phases(result.spec, result.plan)
+            if p.name in selected  # not implemented ones too (reported as such), unless --phases lists phases
+        ]
+        if not check and not yes:
+            _confirm(choices, hosts)
+        req = ApplyRequest(
+            site=result.spec.site,
+            site_arg=site,
+            project_root=root,
+            inventory_dir=inventory_dir.resolve(),
+            content=code,
+            phases=choices,
+            hosts=hosts,
+            limit_arg=limit,
+            check=check,
+            explicit_phases=explicit,
+            extra_vars={"model_weights_verify_full": True} if verify_weights else {},
+        )
+        run_and_report(req, fmt, err, kind="apply", lock=lock, spec_file=Path(result.filename))
 
 
 def ansible_content(root: Path, err: Console) -> Content:
@@ -208,10 +215,31 @@ def ansible_content(root: Path, err: Console) -> Content:
         raise typer.Exit(exits.NO_SITE) from None
 
 
-def run_and_report(req: ApplyRequest, fmt: Format, err: Console, resume: bool = True) -> NoReturn:
+def run_and_report(
+    req: ApplyRequest,
+    fmt: Format,
+    err: Console,
+    resume: bool = True,
+    *,
+    kind: str = "apply",
+    lock: SiteLock | None = None,
+    spec_file: Path | None = None,
+) -> NoReturn:
     """Run the request's phases with live progress (stderr when the output is JSON), Ctrl-C stopping the
     running playbook, then print the summary (or one JSON object) and exit with the run's code. resume=False:
-    the run prints no resume command (a rollback is resumed by rolling back again, not by an apply)."""
+    the run prints no resume command (a rollback is resumed by rolling back again, not by an apply).
+
+    The run is recorded in the history (kind: apply or rollback) under the run id of `lock`, the site's
+    lock the caller holds; without one it takes the lock itself (or exits LOCKED)."""
+    if lock is None or lock.run_id is None:
+        with hold_site_lock(req.project_root, req.site, new_run_id(), kind, err) as held:
+            _run_and_report(req, fmt, err, resume, kind, str(held.run_id), spec_file)
+    _run_and_report(req, fmt, err, resume, kind, lock.run_id, spec_file)
+
+
+def _run_and_report(
+    req: ApplyRequest, fmt: Format, err: Console, resume: bool, kind: str, run_id: str, spec_file: Path | None
+) -> NoReturn:
     out = console()
     view: PlainProgress = PlainProgress(err) if fmt is Format.json else PlainProgress(out)
     if fmt is Format.text and out.is_terminal:
@@ -220,11 +248,22 @@ def run_and_report(req: ApplyRequest, fmt: Format, err: Console, resume: bool = 
     cancel.on_request = lambda signum: err.print(
         "interrupted: stopping the running phase (its playbook is killed); the run is recorded", markup=False
     )
-    with cancel_on_signals(cancel):
-        run = apply(req, view, cancel)
-    if not resume:
-        run.resume = None
-    rc = exit_code(run)
+    with recorded_run(
+        kind,
+        req.site,
+        req.project_root,
+        spec_path=spec_file,
+        content_root=req.content.root,
+        check=req.check,
+        run_id=run_id,
+        say=lambda line: err.print(line, markup=False, highlight=False),
+    ) as rec:
+        with cancel_on_signals(cancel):
+            run = apply(req, rec.observer(view), cancel, run_id=run_id)
+        if not resume:
+            run.resume = None
+        rc = exit_code(run)
+        rec.finish_run(run, rc)
     if fmt is Format.json:
         print(json.dumps(run.as_dict()))
     else:

@@ -11,4 +11,5 @@ USAGE = 64  # bad command line (EX_USAGE)
 NO_SITE = 66  # no such site or spec file (EX_NOINPUT)
 INTERNAL = 70  # a bug in orchestrator (EX_SOFTWARE)
 CANT_CREATE = 73  # render refused to overwrite a file it does not own (EX_CANTCREAT)
+LOCKED = 75  # another run holds the site's lock: nothing was run (EX_TEMPFAIL: try again later)
 INTERRUPTED = 130  # SIGINT / SIGTERM

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Console
 
 from orchestrator.cli import exits
 from orchestrator.cli.apply_cmd import ansible_content, run_and_report
@@ -28,10 +29,12 @@ from orchestrator.cli.common import (
     load,
     render_into,
 )
+from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.sites import project_root
 from orchestrator.planning.phases import plan_phases
 from orchestrator.runner.apply import ApplyRequest, PhaseChoice
+from orchestrator.runner.project import new_run_id
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
 
 
@@ -50,7 +53,8 @@ def rollback_command(
 ) -> None:
     """Roll replicas back to the release that ran before the last update, through the rollout's gates.
 
-    Exit codes: 0 rolled back, 3 a gate failed or a replica has no previous release, 64 usage.
+    Exit codes: 0 rolled back, 3 a gate failed or a replica has no previous release, 75 another run holds
+    the site's lock, 64 usage.
     """
     err = console(stderr=True)
     root = project_root()
@@ -65,6 +69,31 @@ def rollback_command(
                 f"no replica '{r}'; the replicas are {', '.join(names)}", param_hint="--replica"
             )
     chosen = list(dict.fromkeys(replica or []))
+    run_id = new_run_id()
+    with hold_site_lock(root, result.spec.site, run_id, "rollback", err) as lock:
+        _confirm(result.spec.site, chosen, yes, err)
+        inventory_dir = Path(result.filename).parent
+        render_into(result, inventory_dir)
+        serve = next(p for p in plan_phases(result.spec, result.plan) if p.name == "serve")
+        req = ApplyRequest(
+            site=result.spec.site,
+            site_arg=site,
+            project_root=root,
+            inventory_dir=inventory_dir.resolve(),
+            content=code,
+            phases=[PhaseChoice(serve.name, serve.issue, serve.hosts, True, code.implemented("serve"))],
+            hosts=None,
+            limit_arg=None,
+            check=False,
+            explicit_phases=True,
+            extra_vars={"vllm_serve_rollback": True, "vllm_serve_rollback_replicas": chosen},
+        )
+        run_and_report(
+            req, fmt, err, resume=False, kind="rollback", lock=lock, spec_file=Path(result.filename)
+        )
+
+
+def _confirm(site: str, chosen: list[str], yes: bool, err: Console) -> None:
     if not yes:
         if not sys.stdin.isatty():
             raise typer.BadParameter(
@@ -72,23 +101,6 @@ def rollback_command(
                 param_hint="--yes",
             )
         what = ", ".join(chosen) if chosen else "every replica"
-        if not typer.confirm(f"Roll {what} of {result.spec.site} back to the previous release?", err=True):
+        if not typer.confirm(f"Roll {what} of {site} back to the previous release?", err=True):
             err.print("nothing was run", markup=False)
             raise typer.Exit(exits.DECLINED)
-    inventory_dir = Path(result.filename).parent
-    render_into(result, inventory_dir)
-    serve = next(p for p in plan_phases(result.spec, result.plan) if p.name == "serve")
-    req = ApplyRequest(
-        site=result.spec.site,
-        site_arg=site,
-        project_root=root,
-        inventory_dir=inventory_dir.resolve(),
-        content=code,
-        phases=[PhaseChoice(serve.name, serve.issue, serve.hosts, True, code.implemented("serve"))],
-        hosts=None,
-        limit_arg=None,
-        check=False,
-        explicit_phases=True,
-        extra_vars={"vllm_serve_rollback": True, "vllm_serve_rollback_replicas": chosen},
-    )
-    run_and_report(req, fmt, err, resume=False)

@@ -1,0 +1,121 @@
+"""`orchestrator status` on a served simulated cluster (one Atlas 800T A2 server, every phase applied):
+
+- the last run of each phase is the apply that served it;
+- the replica is healthy, its release and since are the server's release record, its image the image ID
+  Docker reports for the running container, no request running, no gateway;
+- two slow completions in flight show as 2 requests running (vllm:num_requests_running);
+- a replica whose /health answers 503 is reported unhealthy, exit 3.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from orchestrator.cli import exits
+from tests.integration.sim.serving_helpers import sh
+from tests.integration.sim.sim_helpers import BIN, Sim, module_cluster, run
+
+pytestmark = pytest.mark.integration
+
+SERVER = "a2-01"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    yield from module_cluster(tmp_path_factory, "it-hi-", "--nodes", "1")
+
+
+@pytest.fixture(scope="module")
+def served(cluster: Sim) -> dict[str, Any]:
+    argv = [str(BIN / "orchestrator"), "apply", cluster.name, "--yes", "--format", "json"]
+    proc = run(argv, cluster.root, check=False, timeout=2400)
+    out: dict[str, Any] = json.loads(proc.stdout)
+    assert proc.returncode == 0 and out["result"] == "ok", json.dumps(out)[-4000:] + proc.stderr[-2000:]
+    return out
+
+
+def status(sim: Sim) -> tuple[int, dict[str, Any]]:
+    proc = sim.cli("status", sim.name, "--format", "json", check=False)
+    assert proc.stdout.count("\n") == 1, proc.stdout + proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def replica_container(sim: Sim) -> str:
+    hv = yaml.safe_load((sim.root / "inventories" / sim.name / "host_vars" / f"{SERVER}.yml").read_text())
+    name: str = hv["vllm_serve_instances"][0]["container_name"]
+    return name
+
+
+def test_status_of_a_served_replica(cluster: Sim, served: dict[str, Any]) -> None:
+    rc, doc = status(cluster)
+    assert rc == exits.OK, doc
+    phases = {p["phase"]: p for p in doc["phases"]}
+    for name in ("preflight", "drivers", "host", "network", "image", "weights", "serve"):
+        assert (phases[name]["run_id"], phases[name]["status"]) == (served["run_id"], "ok"), phases[name]
+    (rep,) = doc["replicas"]
+    container = replica_container(cluster)
+    code, text = sh(cluster, SERVER, f"cat /var/lib/ascend-orchestrator/releases/{container}.json")
+    assert code == 0, text
+    record = json.loads(text)["current"]
+    code, image = sh(cluster, SERVER, f"docker inspect -f '{{{{.Image}}}}' {container}")
+    assert code == 0, image
+    assert (rep["healthy"], rep["health"], rep["in_gateway"]) == (True, "HTTP 200", None)
+    assert (rep["release"], rep["since"]) == (record["release"], record["time"])
+    assert rep["image_id"] == image.strip() and rep["releases"] == {SERVER: record["release"]}
+    assert rep["requests_running"] == 0.0
+    table = cluster.cli("status", cluster.name).stdout
+    assert record["release"] in table and rep["url"] in table
+
+
+def _complete(url: str, key: str | None, model: str) -> None:
+    body = json.dumps({"model": model, "prompt": "The capital of France is", "max_tokens": 4}).encode()
+    headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {key}"} if key else {})
+    req = urllib.request.Request(f"{url}/v1/completions", body, headers)
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        resp.read()
+
+
+def test_requests_running_and_an_unhealthy_replica(cluster: Sim, served: dict[str, Any]) -> None:
+    _, doc = status(cluster)
+    url = doc["replicas"][0]["url"]
+    key_file = cluster.state_dir / "api-key"
+    key = key_file.read_text().strip() if key_file.is_file() else None
+    group = yaml.safe_load(
+        (cluster.root / "inventories" / cluster.name / "group_vars" / "all.yml").read_text()
+    )
+    model = group["vllm_serve_served_name"]
+    cluster.sim("fault", "vllm", SERVER, "--slow-ms", "15000")
+    threads = [threading.Thread(target=_complete, args=(url, key, model), daemon=True) for _ in range(2)]
+    try:
+        time.sleep(2)  # the fault file is re-read every second
+        for t in threads:
+            t.start()
+        running = None
+        deadline = time.monotonic() + 12
+        while time.monotonic() < deadline and running != 2.0:
+            running = status(cluster)[1]["replicas"][0]["requests_running"]
+        assert running == 2.0
+    finally:
+        cluster.sim("fault", "vllm", SERVER, "--clear")
+    for t in threads:
+        t.join(timeout=30)
+
+    cluster.sim("fault", "vllm", SERVER, "--never-healthy")
+    try:
+        deadline = time.monotonic() + 15
+        rc, doc = status(cluster)
+        while time.monotonic() < deadline and doc["replicas"][0]["healthy"]:
+            time.sleep(1)
+            rc, doc = status(cluster)
+        assert rc == exits.HOSTS_FAILED, doc
+        assert (doc["replicas"][0]["healthy"], doc["replicas"][0]["health"]) == (False, "HTTP 503")
+    finally:
+        cluster.sim("fault", "vllm", SERVER, "--clear")
