@@ -185,10 +185,11 @@ def schedule_command(
             line = cron_line(name, when, command, state / "cron.log")
         except ScheduleError as exc:
             raise typer.BadParameter(str(exc), param_hint="--every") from None
+        state.mkdir(parents=True, exist_ok=True)  # the log goes there
         print(line)
         console(stderr=True).print(
-            f"add this line with `crontab -e` as the user that runs orchestrator; create {state} first "
-            "(the log goes there). Exit 3 (drift) and 4 (unreachable) are findings, see the textfile.",
+            "add this line with `crontab -e` as the user that runs orchestrator. Exit 3 (drift) and 4 "
+            "(unreachable) are findings the textfile reports.",
             markup=False,
         )
         return

@@ -119,7 +119,7 @@ def service_unit(site: str, command: Sequence[str], workdir: Path, user: str | N
         "[Service]",
         "Type=oneshot",
         *([f"User={user}"] if user else []),
-        f"WorkingDirectory={_systemd_arg(str(workdir))}",
+        f"WorkingDirectory={str(workdir).replace('%', '%%')}",  # the rest of the line: no quotes
         f"ExecStart={exec_start}",
         "# 3: drift found, 4: hosts unreachable: findings (the textfile says which), not unit failures",
         "SuccessExitStatus=3 4",
