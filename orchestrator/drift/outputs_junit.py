@@ -8,6 +8,7 @@ One test case per host and phase: classname = the phase, name = the host. A drif
 
 from __future__ import annotations
 
+import io
 import socket
 from pathlib import Path
 
@@ -70,8 +71,10 @@ def junit_xml(report: DriftReport) -> TestSuite:
 
 
 def junit_text(report: DriftReport) -> str:
-    raw = junit_xml(report).tostring()  # type: ignore[no-untyped-call]
-    return raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
+    """The document as write_junit writes it (XML declaration, indented)."""
+    buf = io.BytesIO()
+    junit_xml(report).write(buf, pretty=True)
+    return buf.getvalue().decode("utf-8")
 
 
 def write_junit(report: DriftReport, path: Path) -> None:
