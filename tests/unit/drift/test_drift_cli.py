@@ -158,6 +158,7 @@ def test_in_sync_exits_0_with_the_table(
     assert invoke("--root", str(root), "drift", "check", SITE, "--phases", "preflight") == exits.OK
     assert "drift of a2-fleet-gateway: in sync (exit 0)" in capsys.readouterr().out
     # the short form with an option before SITE
-    assert invoke("--root", str(root), "drift", "--phases", "preflight", SITE, "--format", "junit") == exits.OK
+    short = ("--root", str(root), "drift", "--phases", "preflight", SITE, "--format", "junit")
+    assert invoke(*short) == exits.OK
     assert capsys.readouterr().out.startswith('<?xml version="1.0"')
     assert len(fake.requests) == 2
