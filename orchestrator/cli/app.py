@@ -23,6 +23,7 @@ from orchestrator.cli.common import (
     render_into,
     resolve,
 )
+from orchestrator.cli.drift_cmd import drift_app
 from orchestrator.cli.findings_json import result_json
 from orchestrator.cli.history_cmd import history_command
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console, print_findings, print_plan, summary_line
@@ -49,6 +50,7 @@ app = typer.Typer(
 
 app.add_typer(sim_app, name="sim")
 app.add_typer(weights_app, name="weights")
+app.add_typer(drift_app, name="drift")
 app.command("apply")(apply_command)
 app.command("rollback")(rollback_command)
 app.command("history")(history_command)

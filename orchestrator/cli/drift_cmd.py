@@ -1,0 +1,196 @@
+"""`orchestrator drift SITE`: every implemented phase in check + diff mode, read as drift (made for
+schedules: it asks nothing, changes nothing on the hosts, and exits with a code a scheduler acts on).
+
+Exit codes (orchestrator/drift/report.py has the rule): 0 no drift; 3 drift found, or a check failed on a
+host (drift wins over unreachable hosts: the report lists both); 4 hosts unreachable and no drift found on
+the others; 2 invalid spec (nothing ran); 130 interrupted; 64 usage; 66 no such site.
+
+`orchestrator drift SITE ...` is short for `orchestrator drift check SITE ...`; `orchestrator drift schedule`
+installs a systemd timer (or prints a cron line) that runs it.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from orchestrator.cli import exits
+from orchestrator.cli.apply_cmd import ansible_content, resolve_limit, select_phases
+from orchestrator.cli.apply_view import LiveProgress, PlainProgress
+from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, render_into, resolve
+from orchestrator.cli.drift_schedule_cmd import schedule_command
+from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
+from orchestrator.cli.sites import project_root
+from orchestrator.drift.outputs_json import report_json
+from orchestrator.drift.outputs_junit import junit_text, write_junit
+from orchestrator.drift.outputs_prometheus import (
+    registry_for,
+    run_only_registry,
+    textfile_text,
+    write_textfile,
+)
+from orchestrator.drift.outputs_table import print_table
+from orchestrator.drift.report import DriftReport, build_report
+from orchestrator.planning.phases import PHASE_NAMES, plan_phases
+from orchestrator.render import render_texts
+from orchestrator.runner.apply import ApplyRequest, PhaseChoice, apply
+from orchestrator.runner.cancel import Cancel, cancel_on_signals
+from orchestrator.spec.limits import DEFAULT_MAX_BYTES
+
+DEFAULT_COMMAND = "check"
+
+
+class DriftFormat(StrEnum):
+    table = "table"
+    json = "json"
+    junit = "junit"
+    prometheus = "prometheus"
+
+
+class DriftGroup(TyperGroup):
+    """`drift SITE ...` runs the check command; `drift schedule ...` and `drift check ...` are named."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = [DEFAULT_COMMAND, *args]
+        return super().parse_args(ctx, args)
+
+
+drift_app = typer.Typer(
+    cls=DriftGroup,
+    no_args_is_help=True,
+    help="Check the site for drift (every phase in check + diff mode) or schedule that check. "
+    "`orchestrator drift SITE` is short for `orchestrator drift check SITE`.",
+)
+
+
+def _write_invalid(site: str, textfile: Path | None, started: float) -> None:
+    """An invalid spec still leaves its exit code in the textfile (dashboards see that the check broke)."""
+    if textfile is None:
+        return
+    try:
+        label = resolve(site).parent.name
+    except typer.Exit:
+        return
+    reg = run_only_registry(label, datetime.now(UTC), time.monotonic() - started, exits.INVALID_SPEC)
+    write_textfile(reg, textfile)
+
+
+def _emit(report: DriftReport, fmt: DriftFormat, junit: Path | None, textfile: Path | None) -> None:
+    if junit is not None:
+        write_junit(report, junit)
+    if textfile is not None:
+        write_textfile(registry_for(report), textfile)
+    if report.artifacts:
+        (Path(report.artifacts) / "drift.json").write_text(report_json(report, indent=2) + "\n", "utf-8")
+    if fmt is DriftFormat.json:
+        print(report_json(report))
+    elif fmt is DriftFormat.junit:
+        print(junit_text(report), end="")
+    elif fmt is DriftFormat.prometheus:
+        print(textfile_text(registry_for(report)), end="")
+    else:
+        print_table(console(), report)
+
+
+@drift_app.command(DEFAULT_COMMAND)
+def drift_command(
+    site: SiteArg,
+    phases: Annotated[
+        str | None,
+        typer.Option(
+            "--phases", metavar="P,...", help=f"Only these phases ({', '.join(PHASE_NAMES)}); default: all."
+        ),
+    ] = None,
+    limit: Annotated[
+        str | None,
+        typer.Option("--limit", metavar="HOSTS", help="Host and group names, comma-separated."),
+    ] = None,
+    fmt: Annotated[
+        DriftFormat,
+        typer.Option(
+            "--format",
+            help="stdout: table (people), json, junit (JUnit XML) or prometheus (textfile format).",
+        ),
+    ] = DriftFormat.table,
+    junit: Annotated[
+        Path | None,
+        typer.Option(
+            "--junit", metavar="FILE", help="Also write JUnit XML here (one test case per host x phase)."
+        ),
+    ] = None,
+    textfile: Annotated[
+        Path | None,
+        typer.Option(
+            "--textfile",
+            metavar="FILE",
+            help="Also write Prometheus metrics here, for node_exporter's textfile collector (*.prom).",
+        ),
+    ] = None,
+    max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
+    max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
+) -> None:
+    """Run every implemented phase in check + diff mode and report drift per host and phase.
+
+    Exit codes: 0 no drift, 3 drift found (or a check failed; drift wins over unreachable hosts), 4 hosts
+    unreachable and no drift found, 2 invalid spec, 130 interrupted, 64 usage.
+    """
+    started = time.monotonic()
+    err = console(stderr=True)
+    if textfile is not None and textfile.suffix != ".prom":
+        raise typer.BadParameter(
+            f"{textfile} does not end in .prom; node_exporter's textfile collector reads only *.prom files. "
+            "Fix: name it e.g. orchestrator_drift_SITE.prom.",
+            param_hint="--textfile",
+        )
+    root = project_root()
+    code = ansible_content(root, err)
+    selected, explicit = select_phases(phases, None, code)
+    try:
+        result = load(site, max_spec_size, max_findings)
+    except typer.Exit as exc:
+        if exc.exit_code == exits.INVALID_SPEC:
+            _write_invalid(site, textfile, started)
+        raise
+    if result.spec is None or result.plan is None:  # load exits on an invalid spec
+        raise typer.Exit(exits.INVALID_SPEC)
+    inventory_dir = Path(result.filename).parent
+    hosts = resolve_limit(limit, render_texts(result)["hosts.yml"], (h.name for h in result.plan.hosts))
+    render_into(result, inventory_dir)
+    choices = [
+        PhaseChoice(p.name, p.issue, p.hosts, True, True)
+        for p in plan_phases(result.spec, result.plan)
+        if p.name in selected and code.implemented(p.name)
+    ]
+    req = ApplyRequest(
+        site=result.spec.site,
+        site_arg=site,
+        project_root=root,
+        inventory_dir=inventory_dir.resolve(),
+        content=code,
+        phases=choices,
+        hosts=hosts,
+        limit_arg=limit,
+        check=True,
+        explicit_phases=explicit,
+    )
+    out = console()
+    progress_to = out if fmt is DriftFormat.table else err
+    view = LiveProgress(out) if fmt is DriftFormat.table and out.is_terminal else PlainProgress(progress_to)
+    cancel = Cancel()
+    cancel.on_request = lambda signum: err.print("interrupted: stopping the running check", markup=False)
+    with cancel_on_signals(cancel):
+        run = apply(req, view, cancel)
+    planned = {c.name: [h for h in c.hosts if hosts is None or h in hosts] for c in choices}
+    report = build_report(run, hosts_by_phase=planned, seconds=time.monotonic() - started)
+    _emit(report, fmt, junit, textfile)
+    raise typer.Exit(report.exit_code)
+
+
+drift_app.command("schedule")(schedule_command)

@@ -1,0 +1,153 @@
+"""`orchestrator drift schedule`: the units it writes pass `systemd-analyze verify` (systemd's own checker),
+run the drift command with the textfile and JUnit outputs, and treat drift/unreachable as success; --cron
+prints a crontab line; --remove deletes the units; impossible schedules are usage errors."""
+
+from __future__ import annotations
+
+import configparser
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cli import exits
+from orchestrator.drift.schedule import Every, ScheduleError, cron_schedule, parse_every, parse_span
+from tests.helpers import ROOT, run_cli
+
+SITE = "a2-fleet-gateway"
+UNIT = f"orchestrator-drift-{SITE}"
+
+
+def copy_site(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(ROOT / "inventories" / SITE, root / "inventories" / SITE)
+    return root
+
+
+def verify(*units: Path) -> subprocess.CompletedProcess[str]:
+    """systemd-analyze verify prints its complaints on stderr (and exits 0 for many of them)."""
+    tool = shutil.which("systemd-analyze")
+    assert tool, "systemd-analyze is missing: install the systemd package (apt-get install systemd)"
+    return subprocess.run([tool, "verify", *map(str, units)], capture_output=True, text=True, check=False)
+
+
+def read_unit(path: Path) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    parser.read_string(path.read_text())
+    return parser
+
+
+def test_verify_catches_a_broken_unit(tmp_path: Path) -> None:
+    """The check the next tests rely on can fail."""
+    bad = tmp_path / "broken.timer"
+    bad.write_text("[Timer]\nOnUnitActiveSec=1hx\n[Install]\nWantedBy=timers.target\n")
+    (tmp_path / "broken.service").write_text("[Service]\nType=oneshot\nExecStart=/usr/bin/true\n")
+    done = verify(tmp_path / "broken.service", bad)
+    assert "Failed to parse timer value" in done.stderr
+
+
+def test_units_verify_and_run_drift_with_its_outputs(tmp_path: Path) -> None:
+    root = copy_site(tmp_path)
+    units, tf = tmp_path / "units", tmp_path / "textfiles"
+    out = run_cli(
+        "--root", str(root), "drift", "schedule", SITE, "--every", "1h", "--unit-dir", str(units),
+        "--textfile-dir", str(tf),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    service, timer = units / f"{UNIT}.service", units / f"{UNIT}.timer"
+    done = verify(service, timer)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    svc = read_unit(service)["Service"]
+    assert svc["Type"] == "oneshot"
+    assert svc["SuccessExitStatus"] == "3 4"
+    argv = shlex.split(svc["ExecStart"])
+    assert argv[:3] == [sys.executable, "-m", "orchestrator"]
+    assert argv[3:7] == ["--root", str(root.resolve()), "drift", SITE]
+    assert argv[argv.index("--textfile") + 1] == str(tf / f"orchestrator_drift_{SITE}.prom")
+    assert argv[argv.index("--junit") + 1] == str(
+        root.resolve() / ".orchestrator" / "drift" / SITE / "junit.xml"
+    )
+    tm = read_unit(timer)
+    assert tm["Timer"]["OnUnitActiveSec"] == "1h"
+    assert tm["Timer"]["OnBootSec"] == "15min"
+    assert tm["Timer"]["RandomizedDelaySec"] == "5min"
+    assert tm["Install"]["WantedBy"] == "timers.target"
+    # systemd does not run here (or the units are not in /etc/systemd/system): the commands are printed
+    assert f"systemctl enable --now {UNIT}.timer" in out.stdout
+
+    removed = run_cli("--root", str(root), "drift", "schedule", SITE, "--remove", "--unit-dir", str(units))
+    assert removed.returncode == 0, removed.stderr
+    assert not service.exists()
+    assert not timer.exists()
+
+
+def test_a_calendar_expression_makes_a_persistent_calendar_timer(tmp_path: Path) -> None:
+    root = copy_site(tmp_path / "with space%")  # quoting and specifiers in ExecStart
+    units = tmp_path / "units"
+    out = run_cli(
+        "--root", str(root), "drift", "schedule", SITE, "--every", "Mon *-*-* 03:00", "--unit-dir", str(units)
+    )
+    assert out.returncode == 0, out.stderr
+    done = verify(units / f"{UNIT}.service", units / f"{UNIT}.timer")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    tm = read_unit(units / f"{UNIT}.timer")["Timer"]
+    assert tm["OnCalendar"] == "Mon *-*-* 03:00"
+    assert tm["Persistent"] == "true"
+    exec_start = read_unit(units / f"{UNIT}.service")["Service"]["ExecStart"]
+    assert f'"{root.resolve()}"'.replace("%", "%%") in exec_start
+
+
+def test_bad_schedules_are_usage_errors(tmp_path: Path) -> None:
+    root = copy_site(tmp_path)
+    units = tmp_path / "units"
+    cases = {
+        ("--every", "1min"): "shorter than 5 minutes",
+        ("--every", "every tuesday"): "systemd does not understand the calendar expression",
+        ("--every", "7h", "--cron"): "cron cannot run every 7h evenly",
+        ("--every", "Mon *-*-* 03:00", "--cron"): "cron has no equivalent",
+    }
+    for args, message in cases.items():
+        out = run_cli("--root", str(root), "drift", "schedule", SITE, "--unit-dir", str(units), *args)
+        assert out.returncode == exits.USAGE, (args, out.stderr)
+        assert message in " ".join(out.stderr.split()), (args, out.stderr)
+    assert not units.exists()
+
+
+def test_cron_prints_one_line_that_runs_drift(tmp_path: Path) -> None:
+    root = copy_site(tmp_path)
+    out = run_cli("--root", str(root), "drift", "schedule", SITE, "--every", "15min", "--cron")
+    assert out.returncode == 0, out.stderr
+    (line,) = out.stdout.splitlines()
+    fields = line.split(maxsplit=5)
+    minute, rest = fields[0], fields[1:5]
+    first, step = minute.split("/")
+    assert step == "15" and first.endswith("-59") and 0 <= int(first.split("-")[0]) < 15
+    assert rest == ["*", "*", "*", "*"]
+    argv = shlex.split(fields[5])
+    assert argv[:7] == [sys.executable, "-m", "orchestrator", "--root", str(root.resolve()), "drift", SITE]
+    assert argv[-3:-1] == [">>", str(root.resolve() / ".orchestrator" / "drift" / SITE / "cron.log")]
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("1h", 3600), ("90min", 5400), ("1h 30min", 5400), ("1h30m", 5400), ("2d", 172800), ("hourly", None)],
+)
+def test_parse_span(text: str, seconds: int | None) -> None:
+    assert parse_span(text) == seconds
+
+
+def test_cron_schedules() -> None:
+    site = "s"
+    assert cron_schedule(site, parse_every("1h")).endswith(" * * * *")
+    assert cron_schedule(site, parse_every("6h")).split()[1].endswith("-23/6")
+    assert cron_schedule(site, parse_every("1d")).split()[2:] == ["*", "*", "*"]
+    assert cron_schedule(site, parse_every("daily")) == "@daily"
+    assert cron_schedule(site, parse_every("1w")).split()[4] in {str(d) for d in range(7)}
+    with pytest.raises(ScheduleError):
+        cron_schedule(site, Every("45min", seconds=45 * 60))
