@@ -26,6 +26,7 @@ from orchestrator.cli.common import (
 from orchestrator.cli.findings_json import result_json
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console, print_findings, print_plan, summary_line
 from orchestrator.cli.phase_lines import phase_head
+from orchestrator.cli.plan_cmd import plan_command
 from orchestrator.cli.rollback_cmd import rollback_command
 from orchestrator.cli.sim_cmds import sim_app
 from orchestrator.cli.sites import ROOT_ENV, example_sites, set_root
@@ -48,6 +49,7 @@ app.add_typer(sim_app, name="sim")
 app.add_typer(weights_app, name="weights")
 app.command("apply")(apply_command)
 app.command("rollback")(rollback_command)
+app.command("plan")(plan_command)
 
 
 def _version() -> str:
