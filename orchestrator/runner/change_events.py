@@ -139,8 +139,13 @@ def _hccn_detail(res: Mapping[str, Any]) -> str:
     for dev in res.get("devices") or []:
         if not isinstance(dev, Mapping) or not dev.get("changes"):
             continue
-        live, want = dev.get("live") or {}, dev.get("want") or {}
-        settings = ", ".join(f"{c} {live.get(c, '-')} -> {want.get(c, '?')}" for c in dev["changes"])
+        live, want, file = dev.get("live") or {}, dev.get("want") or {}, dev.get("file") or {}
+        settings = ", ".join(
+            f"{c} {live.get(c) or '-'} -> {want.get(c, '?')}"
+            if live.get(c) != want.get(c)
+            else f"{c} in /etc/hccn.conf {file.get(c) or '-'} -> {want.get(c, '?')}"
+            for c in dev["changes"]
+        )
         parts.append(f"NPU {dev.get('index')}: {settings}")
     return "; ".join(parts)
 
