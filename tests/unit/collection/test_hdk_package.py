@@ -76,6 +76,16 @@ def test_check_mode_reports_without_executing(pkgs: dict[str, Path], tmp_path: P
         root, "hdk_package", pkg(pkgs["driver"], "driver", DRV, state="verified"), check_mode=True
     )
     assert not verified["changed"] and not ran(root)
+    # a host the package was never staged to (check mode skipped the copy): install would change it,
+    # verifying would not
+    missing = tmp_path / "not-staged" / pkgs["driver"].name
+    args = pkg(pkgs["driver"], "driver", DRV)
+    staged = run_module(root, "hdk_package", {**args, "path": str(missing)}, check_mode=True)
+    assert staged["changed"] and staged["check"] == "not staged yet"
+    verify = run_module(
+        root, "hdk_package", {**args, "path": str(missing), "state": "verified"}, check_mode=True
+    )
+    assert not verify["changed"] and not ran(root)
 
 
 def test_wrong_sha256_never_executes(pkgs: dict[str, Path], tmp_path: Path) -> None:

@@ -306,7 +306,8 @@ def main() -> None:
     if module.check_mode and not os.path.isfile(module.params["path"]):
         # check mode on a host the package was never staged to: the role's copy did not run, so there is
         # nothing to hash yet; report what an apply would do (stage, then install when the version differs)
-        result["changed"] = operation != "none"
+        # (state verified only reads: it changes nothing, staged or not)
+        result["changed"] = operation != "none" and module.params["state"] == "present"
         result["check"] = "not staged yet"
         expect_reboot(result)
         module.exit_json(**result)
