@@ -14,11 +14,10 @@ _STATE_STYLE = {"unknown": "yellow", "failed": "red", "unreachable": "magenta", 
 
 
 def what(c: Change) -> str:
-    """'vm.swappiness -> 0' or, without a detail, the task (and its item)."""
-    text = c.detail or c.task
-    if c.item and c.item not in text:
-        text = f"{text} [{c.item}]"
-    return text
+    """'vm.swappiness -> 0 (/etc/sysctl.d/...)' or, without a detail, the task (and its loop item)."""
+    if c.detail:
+        return c.detail
+    return f"{c.task} [{c.item}]" if c.item else c.task
 
 
 def changes_table(report: PlanReport) -> Table:
@@ -35,8 +34,11 @@ def state_lines(report: PlanReport) -> list[tuple[str, str]]:
     """(line, style) per phase and host neither changed nor unchanged, and per phase that did not run."""
     out = []
     for p in report.phases:
-        if not p.hosts and p.status not in ("ok",):
+        if not p.hosts and p.status != "ok":
             out.append((f"{p.name}: {p.status.replace('_', ' ')}: {p.note}", "dim"))
+        for f in report.run.failures:
+            if f.phase == p.name and not f.host:  # the playbook could not run at all
+                out.append((f"{p.name}: could not run: {f.message}", "red"))
         for h, hp in sorted(p.hosts.items()):
             if hp.state not in (CHANGES, UNCHANGED):
                 label = hp.state.replace("_", " ")
