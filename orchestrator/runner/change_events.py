@@ -207,21 +207,21 @@ def change_of(phase: str, data: Mapping[str, Any], stdout: str = "") -> Change |
     action = str(data.get("resolved_action") or data.get("task_action") or "")
     role = str(data.get("role") or "")
     kind = kind_of(action, role, res)
-    host = str(data.get("host") or "")
-    delegated = res.get("_ansible_delegated_vars")
-    if isinstance(delegated, Mapping) and delegated.get("ansible_delegated_host"):
-        host = str(delegated["ansible_delegated_host"])
+    detail = CENSORED if censored else detail_of(kind, action, res)
+    delegated = res.get("_ansible_delegated_vars")  # delegate_to: where the task runs (its address)
+    if isinstance(delegated, Mapping) and delegated.get("ansible_host") and not censored:
+        detail = f"{detail} (delegated to {delegated['ansible_host']})".lstrip()
     label = res.get("_ansible_item_label", res.get("item")) if "ansible_loop_var" in res else None
     item = "" if label is None else (label if isinstance(label, str) else json.dumps(label, sort_keys=True))
     reboot = bool(res.get("reboot_required") or res.get("reboot_expected"))
     return Change(
         phase=phase,
-        host=host,
+        host=str(data.get("host") or ""),
         task=str(data.get("task") or ""),
         action=action,
         kind=kind,
         item="(censored)" if censored and item else item,
-        detail=CENSORED if censored else detail_of(kind, action, res),
+        detail=detail,
         diff="" if censored else unified_diff(res.get("diff")) if res.get("diff") else "",
         reboot=reboot,
     )

@@ -127,7 +127,7 @@ def _phase(result: PhaseResult, pending: dict[str, str]) -> PhasePlan:
             hosts[h] = HostPlan(UNKNOWN, f"unknown until {pending[h]} is applied ({why})")
         else:
             hosts[h] = HostPlan(LEFT_OUT, why)
-    # changes on hosts the recap does not list (delegated tasks)
+    # changes of hosts the recap does not list (should not happen: a change counts on its play's host)
     for c in result.changes:
         hosts.setdefault(c.host, HostPlan(CHANGES, "", []))
         if c not in hosts[c.host].changes:

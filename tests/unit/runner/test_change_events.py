@@ -66,6 +66,12 @@ PLAYBOOK = """\
       ansible.builtin.command: cat {tmp}/whole.conf
       changed_when: false
       check_mode: false
+    - name: Delegated copy
+      ansible.builtin.copy:
+        content: "on the controller\\n"
+        dest: {tmp}/delegated.conf
+        mode: "0644"
+      delegate_to: localhost
     - name: Secret file
       ansible.builtin.copy:
         content: "{secret}\\n"
@@ -130,13 +136,16 @@ def test_one_change_per_changed_result_and_loop_item_as_ansible_printed_them(
 ) -> None:
     result, _, _ = checked
     printed = set()  # Ansible's own "changed: [h1]" / "changed: [h1] => (item=...)" lines, with the task
+    delegated: dict[str, str] = {}
     for e in events(result):
         for line in strip_ansi(str(e.get("stdout") or "")).splitlines():
-            if line.startswith("changed: [h1]"):
+            if line.startswith("changed: [h1"):
                 data = e["event_data"]
                 assert isinstance(data, dict)
                 item = line.partition("(item=")[2].rstrip(")") if "(item=" in line else ""
                 printed.add((str(data["task"]), item))
+                if " -> " in line.partition("]")[0]:  # "changed: [h1 -> localhost]": delegated
+                    delegated[str(data["task"])] = line.partition(" -> ")[2].partition("]")[0]
     got = {(c.task, c.item) for c in result.changes}
     assert got == printed
     assert len(result.changes) == len(printed)  # the looped tasks' summaries were not counted again
@@ -148,6 +157,10 @@ def test_one_change_per_changed_result_and_loop_item_as_ansible_printed_them(
     }
     assert {c.item for c in result.changes if c.task == "Lines"} == {"added=2"}
     assert not {"Directory already there", "Read-only probe"} & {c.task for c in result.changes}
+    # a delegated change counts on the play's host and says where it runs, as Ansible printed it
+    assert delegated == {"Delegated copy": "localhost"}
+    (moved,) = [c for c in result.changes if c.task == "Delegated copy"]
+    assert moved.host == "h1" and moved.detail.endswith("(delegated to localhost)"), moved
     # the recap agrees: one changed count per task that changed anything
     recap = next(e for e in events(result) if e["event"] == "playbook_on_stats")["event_data"]
     assert isinstance(recap, dict)
