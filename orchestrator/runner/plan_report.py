@@ -112,7 +112,7 @@ def _phase(result: PhaseResult, pending: dict[str, str]) -> PhasePlan:
     for h in sorted(result.hosts):
         mine = [c for c in result.changes if c.host == h]
         f = failures.get(h)
-        if f is not None and h in pending:
+        if f is not None and not f.unreachable and h in pending:
             why = f"unknown until {pending[h]} is applied (check mode stopped at: {f.task or 'the phase'})"
             hosts[h] = HostPlan(UNKNOWN, why, mine)
         elif f is not None:
@@ -123,7 +123,7 @@ def _phase(result: PhaseResult, pending: dict[str, str]) -> PhasePlan:
         else:
             hosts[h] = HostPlan(CHANGES if mine else UNCHANGED, "", mine)
     for h, why in sorted(result.excluded.items()):
-        if h in pending:
+        if h in pending and not why.startswith("unreachable"):
             hosts[h] = HostPlan(UNKNOWN, f"unknown until {pending[h]} is applied ({why})")
         else:
             hosts[h] = HostPlan(LEFT_OUT, why)
