@@ -134,12 +134,24 @@ def _names(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _hccn_want(args: Mapping[str, Any], index: Any) -> dict[str, str]:
+    """The settings ascend.npu.hccn was asked for on one NPU (its devices, tls and mtu arguments)."""
+    want = {"tls_enable": "1" if args.get("tls") else "0"} if args.get("tls") is not None else {}
+    if args.get("mtu") is not None:
+        want["mtu"] = str(args["mtu"])
+    for dev in args.get("devices") or []:
+        if isinstance(dev, Mapping) and dev.get("index") == index:
+            want.update({str(k): str(v) for k, v in dev.items() if v is not None and k != "index"})
+    return want
+
+
 def _hccn_detail(res: Mapping[str, Any]) -> str:
     parts = []
     for dev in res.get("devices") or []:
         if not isinstance(dev, Mapping) or not dev.get("changes"):
             continue
-        live, want, file = dev.get("live") or {}, dev.get("want") or {}, dev.get("file") or {}
+        live, file = dev.get("live") or {}, dev.get("file") or {}
+        want = _hccn_want(_args(res), dev.get("index"))
         settings = ", ".join(
             f"{c} {live.get(c) or '-'} -> {want.get(c, '?')}"
             if live.get(c) != want.get(c)
