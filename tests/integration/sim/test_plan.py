@@ -209,7 +209,7 @@ def test_an_unreachable_server_exits_4(sim: Sim) -> None:
     try:
         rc, out = plan(sim, "plan_unreachable", "preflight")
     finally:
-        sim.sim("fault", "unreachable", OTHER_HOST, "--clear")
+        sim.sim("fault", "back", OTHER_HOST)
     assert rc == 4 and out["result"] == "unreachable", out
     assert out["summary"]["unreachable"] == {OTHER_HOST: "preflight"}, out["summary"]
 
