@@ -28,6 +28,7 @@ from orchestrator.cli.findings_json import result_json
 from orchestrator.cli.history_cmd import history_command
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console, print_findings, print_plan, summary_line
 from orchestrator.cli.phase_lines import phase_head
+from orchestrator.cli.plan_cmd import plan_command
 from orchestrator.cli.rollback_cmd import rollback_command
 from orchestrator.cli.show_cmd import show_command
 from orchestrator.cli.sim_cmds import sim_app
@@ -53,6 +54,7 @@ app.add_typer(weights_app, name="weights")
 app.add_typer(drift_app, name="drift")
 app.command("apply")(apply_command)
 app.command("rollback")(rollback_command)
+app.command("plan")(plan_command)
 app.command("history")(history_command)
 app.command("show")(show_command)
 app.command("status")(status_command)

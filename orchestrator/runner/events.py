@@ -5,6 +5,7 @@ failure a `rescue` handles, or that ignore_errors covers (ansible-runner #726), 
 preview, and a host's failure is the last unhandled failed event of a host the recap counts as failed.
 The phase playbooks end with a play that records, through set_stats, every host that reached the end
 (playbooks/phase_done.yml); a host the recap saw that neither finished nor failed was stopped early.
+Every changed task result becomes a Change (runner/change_events.py): what a check run would change.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from orchestrator.runner.change_events import OK_EVENTS, changes_of
+from orchestrator.runner.changes import Change
 from orchestrator.runner.messages import failure_message, strip_ansi, tail
 from orchestrator.runner.model import COUNTS, Failure, HostStats, PhaseResult, PhaseStatus
 from orchestrator.runner.rollout import summary as rollout_summary
@@ -66,6 +69,7 @@ class PhaseTracker:
     _failed: dict[str, Failure] = field(default_factory=dict)
     _unreachable: dict[str, Failure] = field(default_factory=dict)
     _output: list[str] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)  # changed task results, in event order
 
     @property
     def tasks_done(self) -> int:
@@ -95,6 +99,8 @@ class PhaseTracker:
             live.state, live.task = "running", str(data.get("task") or "")
         elif kind in _RESULT_EVENTS:
             self._result(_RESULT_EVENTS[kind], data)
+        if kind in OK_EVENTS:
+            self.changes += changes_of(self.phase, event)
         elif kind == "playbook_on_stats":
             self.stats = dict(data)
         return True
@@ -164,6 +170,7 @@ class PhaseTracker:
             h for h in sorted(hosts) if h not in done and not hosts[h].failed and not hosts[h].unreachable
         )
         result = PhaseResult(self.phase, self.issue, PhaseStatus.OK, hosts, failures, seconds=seconds)
+        result.changes = list(self.changes)
         artifact_data = (self.stats or {}).get("artifact_data")
         result.rollout = rollout_summary(artifact_data if isinstance(artifact_data, Mapping) else None)
         if canceled:

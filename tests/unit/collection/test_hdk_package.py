@@ -76,6 +76,16 @@ def test_check_mode_reports_without_executing(pkgs: dict[str, Path], tmp_path: P
         root, "hdk_package", pkg(pkgs["driver"], "driver", DRV, state="verified"), check_mode=True
     )
     assert not verified["changed"] and not ran(root)
+    # a host the package was never staged to (check mode skipped the copy): install would change it,
+    # verifying would not
+    missing = tmp_path / "not-staged" / pkgs["driver"].name
+    args = pkg(pkgs["driver"], "driver", DRV)
+    staged = run_module(root, "hdk_package", {**args, "path": str(missing)}, check_mode=True)
+    assert staged["changed"] and staged["check"] == "not staged yet"
+    verify = run_module(
+        root, "hdk_package", {**args, "path": str(missing), "state": "verified"}, check_mode=True
+    )
+    assert not verify["changed"] and not ran(root)
 
 
 def test_wrong_sha256_never_executes(pkgs: dict[str, Path], tmp_path: Path) -> None:
@@ -114,7 +124,16 @@ def test_firmware_needs_the_driver_and_asks_for_a_reboot(pkgs: dict[str, Path], 
     root = fresh(tmp_path)
     res = run_module(root, "hdk_package", pkg(pkgs["firmware"], "firmware", FW))
     assert res["failed"] and "install the driver first" in res["msg"] and not ran(root)
+    drv = run_module(root, "hdk_package", pkg(pkgs["driver"], "driver", DRV), check_mode=True)
+    assert drv["changed"] and not drv["reboot_expected"]  # the driver's installer decides at install time
     assert run_module(root, "hdk_package", pkg(pkgs["driver"], "driver", DRV))["changed"]
+    # what check mode (orchestrator plan) says about the firmware is what its installer then says
+    log = root / "var/log/ascend_seclog/ascend_install.log"
+    logged = log.read_text()
+    for package in ("firmware", "fw_reboot"):
+        told = run_module(root, "hdk_package", pkg(pkgs[package], "firmware", FW), check_mode=True)
+        assert told["changed"] and told["reboot_expected"] and "after a reboot" in told["reboot_reason"]
+        assert not told["reboot_required"] and log.read_text() == logged  # no installer ran
     res = run_module(root, "hdk_package", pkg(pkgs["fw_reboot"], "firmware", FW))
     assert res["changed"] and res["operation"] == "install" and res["previous_version"] == "7.7.0.1.231"
     assert res["args"] == ["--nox11", "--full", "--quiet"]

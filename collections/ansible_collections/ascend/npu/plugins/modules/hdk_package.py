@@ -96,9 +96,14 @@ reboot_required:
   returned: always
   type: bool
 reboot_reason:
-  description: Why a reboot is needed (the installer's words).
+  description: Why a reboot is needed (the installer's words; in check mode, why one will be).
   returned: always
   type: str
+reboot_expected:
+  description: Check mode, a package to install - the change takes effect only after a reboot (every
+    firmware installer says so; whether a driver takes effect at once, only its installer knows).
+  returned: always
+  type: bool
 check:
   description: Result of the --check integrity test (passed, skipped).
   returned: always
@@ -254,6 +259,14 @@ def package_accepts_partner(module: AnsibleModule, result: dict[str, Any]) -> No
         )
 
 
+def expect_reboot(result: dict[str, Any]) -> None:
+    """Check mode: whether the install a run would do takes effect only after a reboot (runpkg: the firmware
+    installer always asks for one; the driver's decides at install time)."""
+    if result["changed"] and result["kind"] == "firmware":
+        result["reboot_expected"] = True
+        result["reboot_reason"] = "firmware {} takes effect after a reboot".format(result["version"])
+
+
 def main() -> None:
     module = AnsibleModule(
         argument_spec={
@@ -284,6 +297,7 @@ def main() -> None:
         "active_version": active,
         "reboot_required": False,
         "reboot_reason": "",
+        "reboot_expected": False,
         "check": "skipped",
         "installer_rc": None,
         "stdout_lines": [],
@@ -292,8 +306,10 @@ def main() -> None:
     if module.check_mode and not os.path.isfile(module.params["path"]):
         # check mode on a host the package was never staged to: the role's copy did not run, so there is
         # nothing to hash yet; report what an apply would do (stage, then install when the version differs)
-        result["changed"] = operation != "none"
+        # (state verified only reads: it changes nothing, staged or not)
+        result["changed"] = operation != "none" and module.params["state"] == "present"
         result["check"] = "not staged yet"
+        expect_reboot(result)
         module.exit_json(**result)
     verify_file(module, result)
     if module.params["state"] == "verified":
@@ -319,6 +335,7 @@ def main() -> None:
         )
     result["changed"] = True
     if module.check_mode:
+        expect_reboot(result)
         module.exit_json(**result)
     run_check(module, result)
     if module.params["partner_version"]:

@@ -1,0 +1,131 @@
+"""`orchestrator plan SITE`: what an apply would change, per host and phase, without changing anything.
+
+Validates and renders like apply, then runs the selected phases' playbooks in check + diff mode (one
+ansible-runner job per phase, orchestrator.runner.apply with check=True) and prints the changes they report:
+a table for people, one JSON object for tools (the Change records). A phase with changes does not stop the
+run; a phase check mode cannot evaluate on a host because an earlier phase would still change it says
+"unknown until <phase> is applied".
+
+Exit codes: 0 the plan ran (with changes or without), 2 invalid spec, 3 the check failed on a host (a real
+failure, not an unknown), 4 hosts unreachable (and none failed), 130 interrupted, 64 usage, 66 no such site.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+
+from orchestrator.cli import exits
+from orchestrator.cli.apply_cmd import ansible_content, resolve_limit, select_phases
+from orchestrator.cli.apply_view import LiveProgress, PlainProgress
+from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, render_into
+from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
+from orchestrator.cli.plan_view import print_plan_report
+from orchestrator.cli.sites import project_root
+from orchestrator.planning.phases import PHASE_NAMES, plan_phases
+from orchestrator.render import render_texts
+from orchestrator.runner.apply import ApplyRequest, PhaseChoice, apply
+from orchestrator.runner.cancel import Cancel, cancel_on_signals
+from orchestrator.runner.plan_report import PlanReport, plan_report
+from orchestrator.spec.limits import DEFAULT_MAX_BYTES
+
+EXIT_CODES = {
+    "ok": exits.OK,
+    "failed": exits.HOSTS_FAILED,
+    "unreachable": exits.HOSTS_UNREACHABLE,
+    "interrupted": exits.INTERRUPTED,
+}
+
+
+class PlanFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+def exit_code(report: PlanReport) -> int:
+    return EXIT_CODES[report.result]
+
+
+def plan_command(
+    site: SiteArg,
+    phases: Annotated[
+        str | None,
+        typer.Option("--phases", metavar="P,...", help=f"Only these phases ({', '.join(PHASE_NAMES)})."),
+    ] = None,
+    from_phase: Annotated[
+        str | None, typer.Option("--from-phase", metavar="P", help="This phase and every later one.")
+    ] = None,
+    limit: Annotated[
+        str | None,
+        typer.Option("--limit", metavar="HOSTS", help="Host and group names, comma-separated."),
+    ] = None,
+    fmt: Annotated[
+        PlanFormat,
+        typer.Option("--format", help="table (people) or json (one object on stdout, nothing else)."),
+    ] = PlanFormat.table,
+    max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
+    max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
+) -> None:
+    """Show what apply would change, per host and phase (check + diff mode; nothing on the hosts changes).
+
+    Exit codes: 0 the plan ran (changes or not), 2 invalid spec, 3 the check failed on a host, 4 hosts
+    unreachable and none failed, 130 interrupted, 64 usage.
+    """
+    err = console(stderr=True)
+    root = project_root()
+    code = ansible_content(root, err)
+    selected, explicit = select_phases(phases, from_phase, code)
+    result = load(site, max_spec_size, max_findings)
+    if result.spec is None or result.plan is None:  # load exits on an invalid spec
+        raise typer.Exit(exits.INVALID_SPEC)
+    inventory_dir = Path(result.filename).parent
+    hosts = resolve_limit(limit, render_texts(result)["hosts.yml"], (h.name for h in result.plan.hosts))
+    render_into(result, inventory_dir)
+    choices = [
+        PhaseChoice(p.name, p.issue, p.hosts, p.name in selected, code.implemented(p.name))
+        for p in plan_phases(result.spec, result.plan)
+        if p.name in selected and code.implemented(p.name)  # a phase without a playbook has nothing to check
+    ]
+    req = ApplyRequest(
+        site=result.spec.site,
+        site_arg=site,
+        project_root=root,
+        inventory_dir=inventory_dir.resolve(),
+        content=code,
+        phases=choices,
+        hosts=hosts,
+        limit_arg=limit,
+        check=True,
+        explicit_phases=explicit,
+    )
+    run_plan(req, fmt, err)
+
+
+def run_plan(req: ApplyRequest, fmt: PlanFormat, err: Console) -> NoReturn:
+    """Run the request's phases in check mode with progress on stderr (a live table on a terminal), then
+    print the plan (or one JSON object) and exit with its code."""
+    out = console()
+    view: PlainProgress = PlainProgress(err)
+    if fmt is PlanFormat.table and out.is_terminal:
+        view = LiveProgress(out)
+    cancel = Cancel()
+    cancel.on_request = lambda signum: err.print(
+        "interrupted: stopping the running check (nothing was changed)", markup=False
+    )
+    with cancel_on_signals(cancel):
+        run = apply(req, view, cancel)
+    run.resume = None  # a plan is not resumed: run it again
+    report = plan_report(run)
+    rc = exit_code(report)
+    data = {**report.as_dict(), "exit": rc}
+    (Path(run.artifacts) / "plan.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    if fmt is PlanFormat.json:
+        print(json.dumps(data))
+    else:
+        print_plan_report(out, report, rc)
+    raise typer.Exit(rc)
