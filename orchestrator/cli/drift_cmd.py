@@ -25,6 +25,7 @@ from orchestrator.cli.apply_cmd import ansible_content, resolve_limit, select_ph
 from orchestrator.cli.apply_view import LiveProgress, PlainProgress
 from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, render_into, resolve
 from orchestrator.cli.drift_schedule_cmd import schedule_command
+from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.sites import project_root
 from orchestrator.drift.outputs_json import report_json
@@ -37,10 +38,12 @@ from orchestrator.drift.outputs_prometheus import (
 )
 from orchestrator.drift.outputs_table import print_table
 from orchestrator.drift.report import DriftReport, build_report
+from orchestrator.history.record import recorded_run
 from orchestrator.planning.phases import PHASE_NAMES, plan_phases
 from orchestrator.render import render_texts
 from orchestrator.runner.apply import ApplyRequest, PhaseChoice, apply
 from orchestrator.runner.cancel import Cancel, cancel_on_signals
+from orchestrator.runner.project import new_run_id
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
 
 DEFAULT_COMMAND = "check"
@@ -162,34 +165,51 @@ def drift_command(
         raise typer.Exit(exits.INVALID_SPEC)
     inventory_dir = Path(result.filename).parent
     hosts = resolve_limit(limit, render_texts(result)["hosts.yml"], (h.name for h in result.plan.hosts))
-    render_into(result, inventory_dir)
-    choices = [
-        PhaseChoice(p.name, p.issue, p.hosts, True, True)
-        for p in plan_phases(result.spec, result.plan)
-        if p.name in selected and code.implemented(p.name)
-    ]
-    req = ApplyRequest(
-        site=result.spec.site,
-        site_arg=site,
-        project_root=root,
-        inventory_dir=inventory_dir.resolve(),
-        content=code,
-        phases=choices,
-        hosts=hosts,
-        limit_arg=limit,
-        check=True,
-        explicit_phases=explicit,
-    )
-    out = console()
-    progress_to = out if fmt is DriftFormat.table else err
-    view = LiveProgress(out) if fmt is DriftFormat.table and out.is_terminal else PlainProgress(progress_to)
-    cancel = Cancel()
-    cancel.on_request = lambda signum: err.print("interrupted: stopping the running check", markup=False)
-    with cancel_on_signals(cancel):
-        run = apply(req, view, cancel)
-    planned = {c.name: [h for h in c.hosts if hosts is None or h in hosts] for c in choices}
-    report = build_report(run, hosts_by_phase=planned, seconds=time.monotonic() - started)
-    _emit(report, fmt, junit, textfile)
+    # a check run while an apply or rollback changes the hosts would report a half-done state: drift holds
+    # the site's lock too (refused with exit 75 naming the holder), from render to record
+    run_id = new_run_id()
+    with hold_site_lock(root, result.spec.site, run_id, "drift", err):
+        render_into(result, inventory_dir)
+        choices = [
+            PhaseChoice(p.name, p.issue, p.hosts, True, True)
+            for p in plan_phases(result.spec, result.plan)
+            if p.name in selected and code.implemented(p.name)
+        ]
+        req = ApplyRequest(
+            site=result.spec.site,
+            site_arg=site,
+            project_root=root,
+            inventory_dir=inventory_dir.resolve(),
+            content=code,
+            phases=choices,
+            hosts=hosts,
+            limit_arg=limit,
+            check=True,
+            explicit_phases=explicit,
+        )
+        out = console()
+        progress_to = out if fmt is DriftFormat.table else err
+        view = (
+            LiveProgress(out) if fmt is DriftFormat.table and out.is_terminal else PlainProgress(progress_to)
+        )
+        cancel = Cancel()
+        cancel.on_request = lambda signum: err.print("interrupted: stopping the running check", markup=False)
+        with recorded_run(
+            "drift",
+            req.site,
+            req.project_root,
+            spec_path=Path(result.filename),
+            content_root=req.content.root,
+            check=True,
+            run_id=run_id,
+            say=lambda line: err.print(line, markup=False, highlight=False),
+        ) as rec:
+            with cancel_on_signals(cancel):
+                run = apply(req, rec.observer(view), cancel, run_id=run_id)
+            planned = {c.name: [h for h in c.hosts if hosts is None or h in hosts] for c in choices}
+            report = build_report(run, hosts_by_phase=planned, seconds=time.monotonic() - started)
+            rec.finish_run(run, report.exit_code, result=report.verdict)
+        _emit(report, fmt, junit, textfile)
     raise typer.Exit(report.exit_code)
 
 

@@ -1,5 +1,6 @@
-"""The site lock for the commands that change hosts (apply, rollback): held from before the inventory is
-rendered until the run is recorded; refused at once (exit 75, the holder named) when another run has it."""
+"""The site lock of apply, rollback, plan and drift (a check run during an apply would see a half-done
+state): held from before the inventory is rendered until the run is recorded; refused at once (exit 75, the
+holder named) when another run has it."""
 
 from __future__ import annotations
 

@@ -24,14 +24,17 @@ from orchestrator.cli import exits
 from orchestrator.cli.apply_cmd import ansible_content, resolve_limit, select_phases
 from orchestrator.cli.apply_view import LiveProgress, PlainProgress
 from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, render_into
+from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.plan_view import print_plan_report
 from orchestrator.cli.sites import project_root
+from orchestrator.history.record import recorded_run
 from orchestrator.planning.phases import PHASE_NAMES, plan_phases
 from orchestrator.render import render_texts
 from orchestrator.runner.apply import ApplyRequest, PhaseChoice, apply
 from orchestrator.runner.cancel import Cancel, cancel_on_signals
 from orchestrator.runner.plan_report import PlanReport, plan_report
+from orchestrator.runner.project import new_run_id
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
 
 EXIT_CODES = {
@@ -85,28 +88,40 @@ def plan_command(
         raise typer.Exit(exits.INVALID_SPEC)
     inventory_dir = Path(result.filename).parent
     hosts = resolve_limit(limit, render_texts(result)["hosts.yml"], (h.name for h in result.plan.hosts))
-    render_into(result, inventory_dir)
-    choices = [
-        PhaseChoice(p.name, p.issue, p.hosts, p.name in selected, code.implemented(p.name))
-        for p in plan_phases(result.spec, result.plan)
-        if p.name in selected and code.implemented(p.name)  # a phase without a playbook has nothing to check
-    ]
-    req = ApplyRequest(
-        site=result.spec.site,
-        site_arg=site,
-        project_root=root,
-        inventory_dir=inventory_dir.resolve(),
-        content=code,
-        phases=choices,
-        hosts=hosts,
-        limit_arg=limit,
-        check=True,
-        explicit_phases=explicit,
-    )
-    run_plan(req, fmt, err)
+    # a check run while an apply or rollback changes the hosts would report a half-done state: the plan
+    # holds the site's lock too (refused with exit 75 naming the holder), from render to record
+    run_id = new_run_id()
+    with hold_site_lock(root, result.spec.site, run_id, "plan", err):
+        render_into(result, inventory_dir)
+        choices = [
+            PhaseChoice(p.name, p.issue, p.hosts, p.name in selected, code.implemented(p.name))
+            for p in plan_phases(result.spec, result.plan)
+            # a phase without a playbook has nothing to check
+            if p.name in selected and code.implemented(p.name)
+        ]
+        req = ApplyRequest(
+            site=result.spec.site,
+            site_arg=site,
+            project_root=root,
+            inventory_dir=inventory_dir.resolve(),
+            content=code,
+            phases=choices,
+            hosts=hosts,
+            limit_arg=limit,
+            check=True,
+            explicit_phases=explicit,
+        )
+        run_plan(req, fmt, err, run_id=run_id, spec_file=Path(result.filename))
 
 
-def run_plan(req: ApplyRequest, fmt: PlanFormat, err: Console) -> NoReturn:
+def run_plan(
+    req: ApplyRequest,
+    fmt: PlanFormat,
+    err: Console,
+    *,
+    run_id: str | None = None,
+    spec_file: Path | None = None,
+) -> NoReturn:
     """Run the request's phases in check mode with progress on stderr (a live table on a terminal), then
     print the plan (or one JSON object) and exit with its code."""
     out = console()
@@ -117,11 +132,23 @@ def run_plan(req: ApplyRequest, fmt: PlanFormat, err: Console) -> NoReturn:
     cancel.on_request = lambda signum: err.print(
         "interrupted: stopping the running check (nothing was changed)", markup=False
     )
-    with cancel_on_signals(cancel):
-        run = apply(req, view, cancel)
-    run.resume = None  # a plan is not resumed: run it again
-    report = plan_report(run)
-    rc = exit_code(report)
+    run_id = run_id or new_run_id()
+    with recorded_run(
+        "plan",
+        req.site,
+        req.project_root,
+        spec_path=spec_file,
+        content_root=req.content.root,
+        check=True,
+        run_id=run_id,
+        say=lambda line: err.print(line, markup=False, highlight=False),
+    ) as rec:
+        with cancel_on_signals(cancel):
+            run = apply(req, rec.observer(view), cancel, run_id=run_id)
+        run.resume = None  # a plan is not resumed: run it again
+        report = plan_report(run)
+        rc = exit_code(report)
+        rec.finish_run(run, rc)
     data = {**report.as_dict(), "exit": rc}
     (Path(run.artifacts) / "plan.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     if fmt is PlanFormat.json:

@@ -166,3 +166,22 @@ def test_a_stale_holder_of_a_run_that_had_ended_keeps_its_result(tmp_path: Path)
     ]
     with db.connect(tmp_path) as conn:
         assert db.find(conn, "r-ended").result == "ok"
+
+
+@pytest.mark.parametrize("command", ["plan", "drift"])
+def test_plan_and_drift_are_refused_with_exit_75_while_an_apply_holds_the_site(
+    tmp_path: Path, holders: list[subprocess.Popen[str]], command: str
+) -> None:
+    """A check run during an apply would report a half-done state: plan and drift take the lock too."""
+    site = "a2-fleet-gateway"
+    root = tmp_path / "project"
+    shutil.copytree(ROOT / "inventories" / site, root / "inventories" / site)
+    holders.append(hold(root, site, "20261204T220000Z-dddddd"))
+    out = run_cli("--root", str(root), command, site, "--limit", "edge-01")
+    assert out.returncode == exits.LOCKED == 75, out.stderr
+    text = " ".join(out.stderr.split())
+    assert f"refused: site {site} is locked by apply run 20261204T220000Z-dddddd (pid" in text, text
+    assert "Traceback" not in text
+    assert not (root / ".orchestrator" / "runs").exists()  # nothing ran
+    with db.connect(root) as conn:
+        assert [r.run_id for r in db.runs(conn, site)] == ["20261204T220000Z-dddddd"]
