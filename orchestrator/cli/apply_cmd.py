@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, NoReturn
 
 import typer
-import yaml
 from rich.console import Console
 
 from orchestrator.cli import exits
@@ -34,15 +32,14 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
+from orchestrator.cli.site_run import FromPhase, Limit, Phases, SiteRun, ansible_content, select_phases
 from orchestrator.cli.sites import project_root
 from orchestrator.history.lock import SiteLock
 from orchestrator.history.record import recorded_run
-from orchestrator.planning.phases import PHASE_NAMES, plan_phases
-from orchestrator.render import render_texts
 from orchestrator.runner.apply import ApplyRequest, PhaseChoice, apply
 from orchestrator.runner.cancel import Cancel, cancel_on_signals
 from orchestrator.runner.model import Run, RunResult
-from orchestrator.runner.project import Content, ContentMissing, content, new_run_id, not_implemented_message
+from orchestrator.runner.project import new_run_id
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
 
 EXIT_CODES = {
@@ -55,67 +52,6 @@ EXIT_CODES = {
 
 def exit_code(run: Run) -> int:
     return EXIT_CODES[run.result]
-
-
-def _names(value: str) -> list[str]:
-    return list(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
-
-
-def select_phases(phases: str | None, from_phase: str | None, code: Content) -> tuple[set[str], bool]:
-    """The phases to run and whether they were listed explicitly; usage errors name the fix."""
-    known = ", ".join(PHASE_NAMES)
-    if phases is not None and from_phase is not None:
-        raise typer.BadParameter("use either --phases or --from-phase, not both", param_hint="--phases")
-    wanted = _names(phases) if phases is not None else [from_phase] if from_phase is not None else []
-    hint = "--phases" if phases is not None else "--from-phase"
-    if phases is not None and not wanted:
-        raise typer.BadParameter(f"name at least one phase ({known})", param_hint=hint)
-    for name in wanted:
-        if name not in PHASE_NAMES:
-            raise typer.BadParameter(f"no phase '{name}'; the phases are {known}", param_hint=hint)
-        if not code.implemented(name):
-            ready = ", ".join(p for p in PHASE_NAMES if code.implemented(p))
-            raise typer.BadParameter(
-                f"phase {name} is {not_implemented_message(name)}; phases that run today: {ready}",
-                param_hint=hint,
-            )
-    if phases is not None:
-        return set(wanted), True
-    if from_phase is not None:
-        return set(PHASE_NAMES[PHASE_NAMES.index(from_phase) :]), False
-    return set(PHASE_NAMES), False
-
-
-def _group_hosts(groups: dict[str, Any], name: str, seen: set[str]) -> set[str]:
-    node = groups.get(name) or {}
-    hosts = set(node.get("hosts") or {})
-    for child in node.get("children") or {}:
-        if child not in seen:
-            hosts |= _group_hosts(groups, child, seen | {child})
-    return hosts
-
-
-def resolve_limit(limit: str | None, hosts_yml: str, hosts: Iterable[str]) -> frozenset[str] | None:
-    """--limit: host and group names of the rendered inventory, comma-separated."""
-    if limit is None:
-        return None
-    groups = (yaml.safe_load(hosts_yml) or {}).get("all", {}).get("children") or {}
-    known = set(hosts)
-    chosen: set[str] = set()
-    for name in _names(limit):
-        if name in known:
-            chosen.add(name)
-        elif name in groups:
-            chosen |= _group_hosts(groups, name, {name})
-        else:
-            raise typer.BadParameter(
-                f"'{name}' is neither a host nor a group of this site; hosts: {', '.join(sorted(known))}; "
-                f"groups: {', '.join(sorted(groups))}",
-                param_hint="--limit",
-            )
-    if not chosen:
-        raise typer.BadParameter("selects no host", param_hint="--limit")
-    return frozenset(chosen)
 
 
 def _confirm(choices: list[PhaseChoice], hosts: frozenset[str] | None) -> None:
@@ -138,17 +74,9 @@ def _confirm(choices: list[PhaseChoice], hosts: frozenset[str] | None) -> None:
 
 def apply_command(
     site: SiteArg,
-    phases: Annotated[
-        str | None,
-        typer.Option("--phases", metavar="P,...", help=f"Only these phases ({', '.join(PHASE_NAMES)})."),
-    ] = None,
-    from_phase: Annotated[
-        str | None, typer.Option("--from-phase", metavar="P", help="This phase and every later one.")
-    ] = None,
-    limit: Annotated[
-        str | None,
-        typer.Option("--limit", metavar="HOSTS", help="Host and group names, comma-separated."),
-    ] = None,
+    phases: Phases = None,
+    from_phase: FromPhase = None,
+    limit: Limit = None,
     check: Annotated[
         bool, typer.Option("--check", help="Dry run (ansible --check --diff): report, change nothing.")
     ] = False,
@@ -175,44 +103,21 @@ def apply_command(
     root = project_root()
     code = ansible_content(root, err)
     selected, explicit = select_phases(phases, from_phase, code)
-    result = load(site, max_spec_size, max_findings)
-    if result.spec is None or result.plan is None:  # load exits on an invalid spec
-        raise typer.Exit(exits.INVALID_SPEC)
+    site_run = SiteRun.of(site, root, code, load(site, max_spec_size, max_findings), limit)
     run_id = new_run_id()
-    with hold_site_lock(root, result.spec.site, run_id, "apply", err) as lock:
-        inventory_dir = Path(result.filename).parent
-        hosts = resolve_limit(limit, render_texts(result)["hosts.yml"], (h.name for h in result.plan.hosts))
-        render_into(result, inventory_dir)
-        choices = [
-            PhaseChoice(p.name, p.issue, p.hosts, p.name in selected, code.implemented(p.name))
-            for p in plan_phases(result.spec, result.plan)
-            if p.name in selected  # not implemented ones too (reported as such), unless --phases lists phases
-        ]
+    with hold_site_lock(root, site_run.spec.site, run_id, "apply", err) as lock:
+        render_into(site_run.result, site_run.inventory_dir)
+        # not implemented phases too (reported as such), unless --phases lists phases
+        choices = site_run.choices(selected, implemented_only=False)
         if not check and not yes:
-            _confirm(choices, hosts)
-        req = ApplyRequest(
-            site=result.spec.site,
-            site_arg=site,
-            project_root=root,
-            inventory_dir=inventory_dir.resolve(),
-            content=code,
-            phases=choices,
-            hosts=hosts,
-            limit_arg=limit,
+            _confirm(choices, site_run.hosts)
+        req = site_run.request(
+            choices,
             check=check,
-            explicit_phases=explicit,
+            explicit=explicit,
             extra_vars={"model_weights_verify_full": True} if verify_weights else {},
         )
-        run_and_report(req, fmt, err, kind="apply", lock=lock, spec_file=Path(result.filename))
-
-
-def ansible_content(root: Path, err: Console) -> Content:
-    """The playbooks and roles to run, or exit NO_SITE saying where they were looked for."""
-    try:
-        return content(root)
-    except ContentMissing as exc:
-        err.print(str(exc), markup=False)
-        raise typer.Exit(exits.NO_SITE) from None
+        run_and_report(req, fmt, err, kind="apply", lock=lock, spec_file=site_run.spec_file)
 
 
 def run_and_report(

@@ -21,12 +21,12 @@ import typer
 from typer.core import TyperGroup
 
 from orchestrator.cli import exits
-from orchestrator.cli.apply_cmd import ansible_content, resolve_limit, select_phases
 from orchestrator.cli.apply_view import LiveProgress, PlainProgress
 from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, render_into, resolve
 from orchestrator.cli.drift_schedule_cmd import schedule_command
 from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
+from orchestrator.cli.site_run import Limit, Phases, SiteRun, ansible_content, select_phases
 from orchestrator.cli.sites import project_root
 from orchestrator.drift.outputs_json import report_json
 from orchestrator.drift.outputs_junit import junit_text, write_junit
@@ -39,9 +39,7 @@ from orchestrator.drift.outputs_prometheus import (
 from orchestrator.drift.outputs_table import print_table
 from orchestrator.drift.report import DriftReport, build_report
 from orchestrator.history.record import recorded_run
-from orchestrator.planning.phases import PHASE_NAMES, plan_phases
-from orchestrator.render import render_texts
-from orchestrator.runner.apply import ApplyRequest, PhaseChoice, apply
+from orchestrator.runner.apply import apply
 from orchestrator.runner.cancel import Cancel, cancel_on_signals
 from orchestrator.runner.project import new_run_id
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
@@ -105,16 +103,8 @@ def _emit(report: DriftReport, fmt: DriftFormat, junit: Path | None, textfile: P
 @drift_app.command(DEFAULT_COMMAND)
 def drift_command(
     site: SiteArg,
-    phases: Annotated[
-        str | None,
-        typer.Option(
-            "--phases", metavar="P,...", help=f"Only these phases ({', '.join(PHASE_NAMES)}); default: all."
-        ),
-    ] = None,
-    limit: Annotated[
-        str | None,
-        typer.Option("--limit", metavar="HOSTS", help="Host and group names, comma-separated."),
-    ] = None,
+    phases: Phases = None,
+    limit: Limit = None,
     fmt: Annotated[
         DriftFormat,
         typer.Option(
@@ -161,31 +151,19 @@ def drift_command(
         if exc.exit_code == exits.INVALID_SPEC:
             _write_invalid(site, textfile, started)
         raise
-    if result.spec is None or result.plan is None:  # load exits on an invalid spec
-        raise typer.Exit(exits.INVALID_SPEC)
-    inventory_dir = Path(result.filename).parent
-    hosts = resolve_limit(limit, render_texts(result)["hosts.yml"], (h.name for h in result.plan.hosts))
+    site_run = SiteRun.of(site, root, code, result, limit)
+    hosts = site_run.hosts
     # a check run while an apply or rollback changes the hosts would report a half-done state: drift holds
     # the site's lock too (refused with exit 75 naming the holder), from render to record
     run_id = new_run_id()
-    with hold_site_lock(root, result.spec.site, run_id, "drift", err):
-        render_into(result, inventory_dir)
-        choices = [
-            PhaseChoice(p.name, p.issue, p.hosts, True, True)
-            for p in plan_phases(result.spec, result.plan)
-            if p.name in selected and code.implemented(p.name)
-        ]
-        req = ApplyRequest(
-            site=result.spec.site,
-            site_arg=site,
-            project_root=root,
-            inventory_dir=inventory_dir.resolve(),
-            content=code,
-            phases=choices,
-            hosts=hosts,
-            limit_arg=limit,
+    with hold_site_lock(root, site_run.spec.site, run_id, "drift", err):
+        render_into(result, site_run.inventory_dir)
+        choices = site_run.choices(selected, implemented_only=True)
+        req = site_run.request(
+            choices,
             check=True,
-            explicit_phases=explicit,
+            explicit=explicit,
+            extra_vars={"vllm_serve_drift_health": True},  # replica health is fleet drift (roles/vllm_serve)
         )
         out = console()
         progress_to = out if fmt is DriftFormat.table else err
@@ -198,7 +176,7 @@ def drift_command(
             "drift",
             req.site,
             req.project_root,
-            spec_path=Path(result.filename),
+            spec_path=site_run.spec_file,
             content_root=req.content.root,
             check=True,
             run_id=run_id,

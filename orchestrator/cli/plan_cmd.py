@@ -21,17 +21,15 @@ import typer
 from rich.console import Console
 
 from orchestrator.cli import exits
-from orchestrator.cli.apply_cmd import ansible_content, resolve_limit, select_phases
 from orchestrator.cli.apply_view import LiveProgress, PlainProgress
 from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, render_into
 from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.plan_view import print_plan_report
+from orchestrator.cli.site_run import FromPhase, Limit, Phases, SiteRun, ansible_content, select_phases
 from orchestrator.cli.sites import project_root
 from orchestrator.history.record import recorded_run
-from orchestrator.planning.phases import PHASE_NAMES, plan_phases
-from orchestrator.render import render_texts
-from orchestrator.runner.apply import ApplyRequest, PhaseChoice, apply
+from orchestrator.runner.apply import ApplyRequest, apply
 from orchestrator.runner.cancel import Cancel, cancel_on_signals
 from orchestrator.runner.plan_report import PlanReport, plan_report
 from orchestrator.runner.project import new_run_id
@@ -56,17 +54,9 @@ def exit_code(report: PlanReport) -> int:
 
 def plan_command(
     site: SiteArg,
-    phases: Annotated[
-        str | None,
-        typer.Option("--phases", metavar="P,...", help=f"Only these phases ({', '.join(PHASE_NAMES)})."),
-    ] = None,
-    from_phase: Annotated[
-        str | None, typer.Option("--from-phase", metavar="P", help="This phase and every later one.")
-    ] = None,
-    limit: Annotated[
-        str | None,
-        typer.Option("--limit", metavar="HOSTS", help="Host and group names, comma-separated."),
-    ] = None,
+    phases: Phases = None,
+    from_phase: FromPhase = None,
+    limit: Limit = None,
     fmt: Annotated[
         PlanFormat,
         typer.Option("--format", help="table (people) or json (one object on stdout, nothing else)."),
@@ -83,35 +73,16 @@ def plan_command(
     root = project_root()
     code = ansible_content(root, err)
     selected, explicit = select_phases(phases, from_phase, code)
-    result = load(site, max_spec_size, max_findings)
-    if result.spec is None or result.plan is None:  # load exits on an invalid spec
-        raise typer.Exit(exits.INVALID_SPEC)
-    inventory_dir = Path(result.filename).parent
-    hosts = resolve_limit(limit, render_texts(result)["hosts.yml"], (h.name for h in result.plan.hosts))
+    site_run = SiteRun.of(site, root, code, load(site, max_spec_size, max_findings), limit)
     # a check run while an apply or rollback changes the hosts would report a half-done state: the plan
     # holds the site's lock too (refused with exit 75 naming the holder), from render to record
     run_id = new_run_id()
-    with hold_site_lock(root, result.spec.site, run_id, "plan", err):
-        render_into(result, inventory_dir)
-        choices = [
-            PhaseChoice(p.name, p.issue, p.hosts, p.name in selected, code.implemented(p.name))
-            for p in plan_phases(result.spec, result.plan)
-            # a phase without a playbook has nothing to check
-            if p.name in selected and code.implemented(p.name)
-        ]
-        req = ApplyRequest(
-            site=result.spec.site,
-            site_arg=site,
-            project_root=root,
-            inventory_dir=inventory_dir.resolve(),
-            content=code,
-            phases=choices,
-            hosts=hosts,
-            limit_arg=limit,
-            check=True,
-            explicit_phases=explicit,
-        )
-        run_plan(req, fmt, err, run_id=run_id, spec_file=Path(result.filename))
+    with hold_site_lock(root, site_run.spec.site, run_id, "plan", err):
+        render_into(site_run.result, site_run.inventory_dir)
+        # a phase without a playbook has nothing to check
+        choices = site_run.choices(selected, implemented_only=True)
+        req = site_run.request(choices, check=True, explicit=explicit)
+        run_plan(req, fmt, err, run_id=run_id, spec_file=site_run.spec_file)
 
 
 def run_plan(

@@ -11,14 +11,13 @@ Exit codes as `apply`: 0 rolled back, 3 a gate failed or there was nothing to ro
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
 from orchestrator.cli import exits
-from orchestrator.cli.apply_cmd import ansible_content, run_and_report
+from orchestrator.cli.apply_cmd import run_and_report
 from orchestrator.cli.common import (
     Format,
     MaxFindings,
@@ -31,9 +30,8 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
+from orchestrator.cli.site_run import SiteRun, ansible_content
 from orchestrator.cli.sites import project_root
-from orchestrator.planning.phases import plan_phases
-from orchestrator.runner.apply import ApplyRequest, PhaseChoice
 from orchestrator.runner.project import new_run_id
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
 
@@ -59,10 +57,9 @@ def rollback_command(
     err = console(stderr=True)
     root = project_root()
     code = ansible_content(root, err)
-    result = load(site, max_spec_size, max_findings)
-    if result.spec is None or result.plan is None:
-        raise typer.Exit(exits.INVALID_SPEC)
-    names = [r.name for r in result.plan.replicas]
+    site_run = SiteRun.of(site, root, code, load(site, max_spec_size, max_findings), None)
+    assert site_run.result.plan is not None
+    names = [r.name for r in site_run.result.plan.replicas]
     for r in replica or []:
         if r not in names:
             raise typer.BadParameter(
@@ -70,27 +67,16 @@ def rollback_command(
             )
     chosen = list(dict.fromkeys(replica or []))
     run_id = new_run_id()
-    with hold_site_lock(root, result.spec.site, run_id, "rollback", err) as lock:
-        _confirm(result.spec.site, chosen, yes, err)
-        inventory_dir = Path(result.filename).parent
-        render_into(result, inventory_dir)
-        serve = next(p for p in plan_phases(result.spec, result.plan) if p.name == "serve")
-        req = ApplyRequest(
-            site=result.spec.site,
-            site_arg=site,
-            project_root=root,
-            inventory_dir=inventory_dir.resolve(),
-            content=code,
-            phases=[PhaseChoice(serve.name, serve.issue, serve.hosts, True, code.implemented("serve"))],
-            hosts=None,
-            limit_arg=None,
+    with hold_site_lock(root, site_run.spec.site, run_id, "rollback", err) as lock:
+        _confirm(site_run.spec.site, chosen, yes, err)
+        render_into(site_run.result, site_run.inventory_dir)
+        req = site_run.request(
+            site_run.choices({"serve"}, implemented_only=False),
             check=False,
-            explicit_phases=True,
+            explicit=True,
             extra_vars={"vllm_serve_rollback": True, "vllm_serve_rollback_replicas": chosen},
         )
-        run_and_report(
-            req, fmt, err, resume=False, kind="rollback", lock=lock, spec_file=Path(result.filename)
-        )
+        run_and_report(req, fmt, err, resume=False, kind="rollback", lock=lock, spec_file=site_run.spec_file)
 
 
 def _confirm(site: str, chosen: list[str], yes: bool, err: Console) -> None:

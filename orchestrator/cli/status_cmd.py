@@ -15,10 +15,10 @@ from pathlib import Path
 import typer
 
 from orchestrator.cli import exits
-from orchestrator.cli.apply_cmd import ansible_content
 from orchestrator.cli.common import SiteArg, resolve
 from orchestrator.cli.history_view import ViewFormat, ViewFormatOption, wide_console
 from orchestrator.cli.output import console
+from orchestrator.cli.site_run import ansible_content
 from orchestrator.cli.sites import project_root
 from orchestrator.cli.status_view import print_status
 from orchestrator.history import db

@@ -171,6 +171,17 @@ def _hdk_detail(res: Mapping[str, Any]) -> str:
     return f"{line}; needs a reboot: {reason}" if reason else line
 
 
+def _weights_detail(res: Mapping[str, Any]) -> str:
+    """weights_verify: the files that do not match the manifest (moved aside when repair is on)."""
+    parts = [
+        f"{state}: {_names(res[state])}"
+        for state in ("mismatched", "partial", "missing")
+        if isinstance(res.get(state), list) and res[state]
+    ]
+    where = str(res.get("path") or "")
+    return f"{where}: {'; '.join(parts)}" if parts else where
+
+
 def detail_of(kind: ChangeKind, action: str, res: Mapping[str, Any]) -> str:
     """One line: what would change, from the module's return values and arguments."""
     short, args = _short(action), _args(res)
@@ -180,6 +191,8 @@ def detail_of(kind: ChangeKind, action: str, res: Mapping[str, Any]) -> str:
         return f"{args.get('name')} -> {args.get('value')}" + (
             f" ({args['sysctl_file']})" if args.get("sysctl_file") else ""
         )
+    if short == "weights_verify":
+        return _weights_detail(res)
     if short == "hccn":
         return _hccn_detail(res) or "; ".join(str(c) for c in res.get("commands") or [])
     if short == "kernel_param" and res.get("changed_paths"):

@@ -1,10 +1,15 @@
-"""`orchestrator status` on a served simulated cluster (one Atlas 800T A2 server, every phase applied):
+"""`orchestrator status` and fleet drift on a served simulated cluster (one Atlas 800T A2 server, every phase
+applied):
 
 - the last run of each phase is the apply that served it;
 - the replica is healthy, its release and since are the server's release record, its image the image ID
   Docker reports for the running container, no request running, no gateway;
 - two slow completions in flight show as 2 requests running (vllm:num_requests_running);
-- a replica whose /health answers 503 is reported unhealthy, exit 3.
+- a replica whose /health answers 503 is reported unhealthy, exit 3;
+- `orchestrator drift`: every phase in sync after the apply (exit 0); a replica whose /health answers 503 is
+  drift in serve only (exit 3); a weights file that no longer matches the manifest is drift in weights
+  naming the file (model.source.repair, the default: apply would move it aside and copy it again; exit 3);
+  a stopped replica container is drift in serve ("container exited").
 """
 
 from __future__ import annotations
@@ -119,3 +124,62 @@ def test_requests_running_and_an_unhealthy_replica(cluster: Sim, served: dict[st
         assert (doc["replicas"][0]["healthy"], doc["replicas"][0]["health"]) == (False, "HTTP 503")
     finally:
         cluster.sim("fault", "vllm", SERVER, "--clear")
+
+
+def drift(sim: Sim, *phases: str) -> tuple[int, dict[str, Any]]:
+    extra = ["--phases", ",".join(phases)] if phases else []
+    proc = sim.cli("drift", sim.name, *extra, "--format", "json", check=False)
+    assert proc.stdout.count("\n") == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def not_in_sync(report: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(c["host"], c["phase"]): c for c in report["cells"] if c["state"] != "in_sync"}
+
+
+def test_fleet_drift_image_weights_replica_health(cluster: Sim, served: dict[str, Any]) -> None:
+    rc, report = drift(cluster)
+    assert (rc, not_in_sync(report)) == (0, {}), report
+    assert {c["phase"] for c in report["cells"]} >= {"image", "weights", "serve"}
+
+    cluster.sim("fault", "vllm", SERVER, "--never-healthy")
+    try:
+        time.sleep(2)  # the fault file is re-read every second
+        rc, report = drift(cluster, "serve")
+    finally:
+        cluster.sim("fault", "vllm", SERVER, "--clear")
+    cells = not_in_sync(report)
+    assert (rc, list(cells)) == (3, [(SERVER, "serve")]), report
+    (change,) = cells[(SERVER, "serve")]["changes"]
+    assert "unhealthy" in change["detail"] and "HTTP 503" in change["detail"], change
+
+    group = yaml.safe_load(
+        (cluster.root / "inventories" / cluster.name / "group_vars" / "all.yml").read_text()
+    )
+    weights = group["model_weights_path"]
+    code, out = sh(cluster, SERVER, f"ls -S {weights}/*.safetensors | head -1")
+    assert code == 0 and out.strip(), out
+    shard = out.strip()
+    code, out = sh(cluster, SERVER, f"cp -p {shard} /tmp/shard.keep && printf x >> {shard}")
+    assert code == 0, out
+    try:
+        rc, report = drift(cluster, "weights")
+    finally:
+        code, out = sh(cluster, SERVER, f"cp -p /tmp/shard.keep {shard} && rm /tmp/shard.keep")
+        assert code == 0, out
+    cells = not_in_sync(report)
+    assert (rc, {k: c["state"] for k, c in cells.items()}) == (3, {(SERVER, "weights"): "drift"}), report
+    details = [c["detail"] for c in cells[(SERVER, "weights")]["changes"]]
+    assert f"mismatched: {shard.rsplit('/', 1)[1]}" in " ".join(details), details
+
+    container = replica_container(cluster)
+    code, out = sh(cluster, SERVER, f"docker stop -t 5 {container}")
+    assert code == 0, out
+    try:
+        rc, report = drift(cluster, "serve")
+    finally:
+        sh(cluster, SERVER, f"docker start {container}")
+    cells = not_in_sync(report)
+    assert (rc, list(cells)) == (3, [(SERVER, "serve")]), report
+    details = [c["detail"] for c in cells[(SERVER, "serve")]["changes"]]
+    assert any("container exited" in d for d in details), details

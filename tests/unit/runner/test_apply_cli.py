@@ -8,7 +8,8 @@ import shutil
 from pathlib import Path
 
 from orchestrator.cli import exits
-from orchestrator.cli.apply_cmd import exit_code, resolve_limit
+from orchestrator.cli.apply_cmd import exit_code
+from orchestrator.cli.site_run import resolve_limit
 from orchestrator.runner.model import Failure, HostStats, PhaseResult, PhaseStatus, Run
 from tests.helpers import ROOT, load_example, run_cli, to_yaml
 

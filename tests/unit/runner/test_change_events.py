@@ -208,3 +208,22 @@ def test_a_no_log_result_keeps_no_detail_and_no_diff(
     (secret,) = [c for c in result.changes if c.task == "Secret file"]
     assert secret.diff == "" and "no_log" in secret.detail
     assert SECRET not in json.dumps([c.as_dict() for c in result.changes])
+
+
+def test_weights_detail_names_the_files_that_do_not_match() -> None:
+    """weights_verify's return values (its RETURN doc: lists of paths relative to the weights directory)."""
+    from orchestrator.runner.change_events import detail_of
+
+    res = {
+        "path": "/data/models/m",
+        "mismatched": ["model-00001-of-00002.safetensors"],
+        "partial": [],
+        "missing": ["config.json", "tokenizer.json"],
+        "moved": [{"from": "/data/models/m/model-00001-of-00002.safetensors", "to": "x"}],
+        "changed": True,
+    }
+    got = detail_of(ChangeKind.WEIGHTS, "ascend.npu.weights_verify", res)
+    assert got == (
+        "/data/models/m: mismatched: model-00001-of-00002.safetensors; missing: config.json, tokenizer.json"
+    )
+    assert detail_of(ChangeKind.WEIGHTS, "ascend.npu.weights_verify", {"path": "/w"}) == "/w"
