@@ -3,7 +3,9 @@ schedules: it asks nothing, changes nothing on the hosts, and exits with a code 
 
 Exit codes (orchestrator/drift/report.py has the rule): 0 no drift; 3 drift found, or a check failed on a
 host (drift wins over unreachable hosts: the report lists both); 4 hosts unreachable and no drift found on
-the others; 2 invalid spec (nothing ran); 130 interrupted; 64 usage; 66 no such site.
+the others; 2 invalid spec (nothing ran); 130 interrupted; 64 usage; 66 no such site. With the spec's
+drift.fail_on_drift false, drift alone exits 0 (4 with unreachable hosts); a failed check still exits 3.
+The report also goes to the spec's drift.outputs (orchestrator/drift/deliver.py).
 
 `orchestrator drift SITE ...` is short for `orchestrator drift check SITE ...`; `orchestrator drift schedule`
 installs a systemd timer (or prints a cron line) that runs it.
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 from typer.core import TyperGroup
 
 from orchestrator.cli import exits
@@ -28,6 +31,7 @@ from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.site_run import Limit, Phases, SiteRun, ansible_content, select_phases
 from orchestrator.cli.sites import project_root
+from orchestrator.drift.deliver import deliver
 from orchestrator.drift.outputs_json import report_json
 from orchestrator.drift.outputs_junit import junit_text, write_junit
 from orchestrator.drift.outputs_prometheus import (
@@ -37,7 +41,7 @@ from orchestrator.drift.outputs_prometheus import (
     write_textfile,
 )
 from orchestrator.drift.outputs_table import print_table
-from orchestrator.drift.report import DriftReport, build_report
+from orchestrator.drift.report import EXIT_DRIFT, EXIT_UNREACHABLE, DriftReport, build_report
 from orchestrator.history.record import recorded_run
 from orchestrator.runner.apply import apply
 from orchestrator.runner.cancel import Cancel, cancel_on_signals
@@ -188,7 +192,44 @@ def drift_command(
             report = build_report(run, hosts_by_phase=planned, seconds=time.monotonic() - started)
             rec.finish_run(run, report.exit_code, result=report.verdict)
         _emit(report, fmt, junit, textfile)
-    raise typer.Exit(report.exit_code)
+        _deliver(site_run, report, err)
+    raise typer.Exit(_exit_code(report, site_run.spec.drift.fail_on_drift, err))
+
+
+def _deliver(site_run: SiteRun, report: DriftReport, err: Console) -> None:
+    """The spec's drift.outputs (files, webhooks): a failed delivery warns, the verdict stands."""
+    text = report_json(report, indent=2) + "\n"
+    for d in deliver(
+        text,
+        site_run.spec.drift.outputs,
+        root=site_run.root,
+        spec_dir=site_run.spec_file.parent,
+        site=report.site,
+        run_id=report.run_id,
+    ):
+        if d.ok:
+            err.print(f"drift report: {d.output}: {d.detail}", markup=False, highlight=False)
+        else:
+            err.print(
+                f"warning: the drift report did not reach {d.output}: {d.detail}. Fix that output in the "
+                "spec or its reference; the verdict and exit code are unaffected.",
+                markup=False,
+                highlight=False,
+            )
+
+
+def _exit_code(report: DriftReport, fail_on_drift: bool, err: Console) -> int:
+    """The report's code, except for drift without a failed check when drift.fail_on_drift is false: 0, or
+    4 when hosts were unreachable too."""
+    if not fail_on_drift and report.exit_code == EXIT_DRIFT and not report.failed_hosts:
+        code = EXIT_UNREACHABLE if report.unreachable_hosts else exits.OK
+        err.print(
+            f"drift found; exit {code} because drift.fail_on_drift is false (the report, its JSON and the "
+            "textfile say drift)",
+            markup=False,
+        )
+        return code
+    return report.exit_code
 
 
 drift_app.command("schedule")(schedule_command)

@@ -21,6 +21,7 @@ from orchestrator.cli import exits
 from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, resolve
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.sites import project_root
+from orchestrator.drift.cron import on_calendar
 from orchestrator.drift.schedule import (
     DEFAULT_TEXTFILE_DIR,
     DEFAULT_UNIT_DIR,
@@ -56,16 +57,20 @@ def _systemctl(*args: str) -> None:
 def _check_calendar(every: Every) -> None:
     """A calendar expression systemd would refuse is a usage error now, not a silently dead timer."""
     tool = shutil.which("systemd-analyze")
-    if every.calendar is None or tool is None:
+    calendars = (
+        on_calendar(every.cron) if every.cron is not None else [every.calendar] if every.calendar else []
+    )
+    if tool is None:
         return
-    done = subprocess.run([tool, "calendar", every.calendar], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise typer.BadParameter(
-            f"systemd does not understand the calendar expression {every.calendar!r} "
-            f"({done.stderr.strip()}). Fix: pass a time span (30min, 1h, 1d) or a calendar expression such "
-            "as hourly, daily or 'Mon *-*-* 03:00' (see `man systemd.time`).",
-            param_hint="--every",
-        )
+    for expr in calendars:
+        done = subprocess.run([tool, "calendar", expr], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise typer.BadParameter(
+                f"systemd does not understand the calendar expression {expr!r} ({done.stderr.strip()}). "
+                "Fix: pass a time span (30min, 1h, 1d) or a calendar expression such as hourly, daily or "
+                "'Mon *-*-* 03:00' (see `man systemd.time`).",
+                param_hint="--every",
+            )
 
 
 def _site_name(site: str) -> str:
@@ -115,14 +120,14 @@ def _remove(name: str, cron: bool, unit_dir: Path) -> None:
 def schedule_command(
     site: SiteArg,
     every: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--every",
             metavar="WHEN",
             help="A time span (30min, 1h, 1d) or a systemd calendar expression (hourly, daily, "
-            "'Mon *-*-* 03:00').",
+            "'Mon *-*-* 03:00'); default: the spec's drift.schedule (cron fields).",
         ),
-    ] = "1h",
+    ] = None,
     cron: Annotated[
         bool, typer.Option("--cron", help="Print a crontab line instead of installing units.")
     ] = False,
@@ -148,8 +153,8 @@ def schedule_command(
 ) -> None:
     """Install a systemd timer + service that run `orchestrator drift SITE` (or print a cron line).
 
-    Exit codes: 0 installed (or printed, or removed), 2 invalid spec, 64 usage (a bad --every),
-    73 the units could not be written or enabled.
+    Exit codes: 0 installed (or printed, or removed), 2 invalid spec, 64 usage (a bad --every, or
+    drift.enabled false in the spec), 73 the units could not be written or enabled.
     """
     if remove:
         _remove(_site_name(site), cron, unit_dir)
@@ -157,10 +162,20 @@ def schedule_command(
     result = load(site, max_spec_size, max_findings)
     if result.spec is None:
         raise typer.Exit(exits.INVALID_SPEC)
-    try:
-        when = parse_every(every)
-    except ScheduleError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--every") from None
+    if not result.spec.drift.enabled:
+        console(stderr=True).print(
+            f"drift.enabled is false in {result.filename}: nothing to schedule. Fix: set drift.enabled: "
+            f"true, or remove an installed schedule with `orchestrator drift schedule {site} --remove`.",
+            markup=False,
+        )
+        raise typer.Exit(exits.USAGE)
+    if every is None:  # validation checked the cron fields
+        when = Every(f"drift.schedule {result.spec.drift.schedule}", cron=result.spec.drift.schedule)
+    else:
+        try:
+            when = parse_every(every)
+        except ScheduleError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--every") from None
     if not cron:
         _check_calendar(when)
     name = result.spec.site

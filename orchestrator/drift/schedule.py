@@ -7,7 +7,9 @@
   systemd calendar expression (hourly, daily, Mon *-*-* 03:00: OnCalendar, Persistent=true so a run
   missed while the controller was off happens at the next boot). RandomizedDelaySec spreads sites that share
   a schedule.
-- The cron line runs at a minute (and hour) derived from the site name, for the same reason.
+- Without --every, the spec's `drift.schedule` (five cron fields): the cron line as written, or the timer's
+  OnCalendar lines from it (orchestrator/drift/cron.py), Persistent=true.
+- The cron line of a time span runs at a minute (and hour) derived from the site name, for the same reason.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from orchestrator.drift.cron import on_calendar
 
 DEFAULT_UNIT_DIR = Path("/etc/systemd/system")
 DEFAULT_TEXTFILE_DIR = Path("/var/lib/prometheus/node-exporter")
@@ -44,6 +48,7 @@ class Every:
     text: str  # as the operator typed it
     seconds: int | None = None  # a time span
     calendar: str | None = None  # a systemd calendar expression
+    cron: str | None = None  # five cron fields (the spec's drift.schedule)
 
 
 def parse_span(text: str) -> int | None:
@@ -138,7 +143,8 @@ def timer_unit(site: str, every: Every) -> str:
             f"RandomizedDelaySec={span_text(max(60, min(every.seconds // 10, 300)))}",
         ]
     else:
-        when = [f"OnCalendar={every.calendar}", "Persistent=true", "RandomizedDelaySec=5min"]
+        calendars = on_calendar(every.cron) if every.cron is not None else [str(every.calendar)]
+        when = [*(f"OnCalendar={c}" for c in calendars), "Persistent=true", "RandomizedDelaySec=5min"]
     lines = [
         f"# Written by `orchestrator drift schedule {site}`; "
         f"`orchestrator drift schedule {site} --remove` removes it.",
@@ -155,7 +161,10 @@ def timer_unit(site: str, every: Every) -> str:
 
 
 def cron_schedule(site: str, every: Every) -> str:
-    """The five cron fields for --every, at a minute derived from the site name."""
+    """The five cron fields for --every, at a minute derived from the site name (the spec's own fields
+    when it came from drift.schedule)."""
+    if every.cron is not None:
+        return every.cron
     minute = _offset(site, 60)
     if every.calendar is not None:
         named = _CRON_NAMES.get(every.calendar.lower())

@@ -97,9 +97,15 @@ class Monitoring(SpecModel):
 
 class DriftOutput(SpecModel):
     type: Literal["file", "webhook"] = "file"
-    path: str | None = Field(None, description="For 'file': report directory on the controller.")
+    path: str | None = Field(
+        None,
+        description="For 'file': report folder on the controller (relative: from the project root); each "
+        "drift run writes <path>/<site>/<run id>.json and latest.json.",
+    )
     url: SecretRef | None = Field(
-        None, description="For 'webhook': reference to the URL (it may embed a token)."
+        None,
+        description="For 'webhook': reference to the URL each drift report (JSON) is POSTed to; it may "
+        "embed a token and is never printed. A relative file: path is taken from the spec's folder.",
     )
 
 
@@ -108,9 +114,15 @@ def _default_outputs() -> list[DriftOutput]:
 
 
 class Drift(SpecModel):
-    enabled: bool = True
+    enabled: bool = Field(True, description="false: `orchestrator drift schedule` installs nothing.")
     schedule: str = Field(
-        "0 */6 * * *", description="Cron expression (5 fields) for `orchestrator drift` under a timer."
+        "0 */6 * * *",
+        description="Cron expression (5 fields) that `orchestrator drift schedule` installs when --every is "
+        "not given (systemd OnCalendar lines, or this line with --cron).",
     )
     outputs: list[DriftOutput] = Field(default_factory=_default_outputs)
-    fail_on_drift: bool = Field(True, description="Exit non-zero when drift is found.")
+    fail_on_drift: bool = Field(
+        True,
+        description="Exit 3 when drift is found; false: drift alone exits 0 (the report still says drift), "
+        "a failed check still exits 3.",
+    )

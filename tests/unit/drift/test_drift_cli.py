@@ -162,3 +162,59 @@ def test_in_sync_exits_0_with_the_table(
     assert invoke(*short) == exits.OK
     assert capsys.readouterr().out.startswith('<?xml version="1.0"')
     assert len(fake.requests) == 2
+
+
+def test_fail_on_drift_false_exits_0_and_the_report_reaches_the_specs_outputs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The example's outputs: file drift-reports and a webhook from env:DRIFT_WEBHOOK_URL (a real server on
+    127.0.0.1 whose URL carries a token that nothing may print or store)."""
+    from tests.unit.drift.test_drift_deliver import TOKEN, Hook
+
+    root = copy_site(tmp_path)
+    spec = root / "inventories" / SITE / "site.yaml"
+    spec.write_text(spec.read_text().replace("drift:\n", "drift:\n  fail_on_drift: false\n", 1))
+    hook = Hook()
+    try:
+        monkeypatch.setenv("DRIFT_WEBHOOK_URL", hook.url)
+        monkeypatch.setattr(drift_cmd, "apply", FakeApply(tmp_path / "run"))
+        code = invoke("--root", str(root), "drift", SITE, "--phases", "host", "--format", "json")
+    finally:
+        hook.server.shutdown()
+        hook.server.server_close()
+    out, err = capsys.readouterr()
+    assert code == exits.OK, err
+    report = json.loads(out)
+    assert (report["verdict"], report["exit_code"]) == ("drift", 3)  # the report still says drift
+    assert "exit 0 because drift.fail_on_drift is false" in err
+    saved = root / "drift-reports" / SITE / f"{report['run_id']}.json"
+    assert json.loads(saved.read_text()) == report == json.loads((saved.parent / "latest.json").read_text())
+    ((path, kind, body),) = hook.posts
+    assert (path, kind, json.loads(body)) == (f"/hook/{TOKEN}", "application/json", report)
+    assert TOKEN not in out + err
+    for f in [*(root / ".orchestrator").rglob("*"), *(tmp_path / "run").rglob("*")]:
+        assert not f.is_file() or TOKEN.encode() not in f.read_bytes(), f
+
+
+def test_fail_on_drift_false_keeps_a_failed_check_at_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = copy_site(tmp_path)
+    spec = root / "inventories" / SITE / "site.yaml"
+    spec.write_text(spec.read_text().replace("drift:\n", "drift:\n  fail_on_drift: false\n", 1))
+    fake = FakeApply(tmp_path / "run")
+
+    def failing(req: ApplyRequest, observer: Any, cancel: Cancel, run_id: str | None = None) -> Run:
+        run = fake(req, observer, cancel, run_id)
+        host = run.phases[0]
+        first = next(iter(host.hosts))
+        host.hosts[first] = replace(host.hosts[first], failed=1)
+        return run
+
+    monkeypatch.delenv("DRIFT_WEBHOOK_URL", raising=False)
+    monkeypatch.setattr(drift_cmd, "apply", failing)
+    code = invoke("--root", str(root), "drift", SITE, "--phases", "host", "--format", "json")
+    out, err = capsys.readouterr()
+    assert code == exits.HOSTS_FAILED, err
+    assert json.loads(out)["failed_hosts"]
+    assert "DRIFT_WEBHOOK_URL is not set" in err  # the webhook output warns; the exit code stands

@@ -151,3 +151,32 @@ def test_cron_schedules() -> None:
     assert cron_schedule(site, parse_every("1w")).split()[4] in {str(d) for d in range(7)}
     with pytest.raises(ScheduleError):
         cron_schedule(site, Every("45min", seconds=45 * 60))
+
+
+def test_without_every_the_specs_drift_schedule_is_used(tmp_path: Path) -> None:
+    """The example's drift.schedule is "30 */4 * * *": the timer fires at :30 every 4 hours, --cron prints
+    the spec's own fields."""
+    root = copy_site(tmp_path)
+    units = tmp_path / "units"
+    out = run_cli("--root", str(root), "drift", "schedule", SITE, "--unit-dir", str(units))
+    assert out.returncode == 0, out.stderr
+    done = verify(units / f"{UNIT}.service", units / f"{UNIT}.timer")
+    assert (done.returncode, done.stderr) == (0, "")
+    timer = read_unit(units / f"{UNIT}.timer")
+    assert timer["Timer"]["OnCalendar"] == "*-*-* 00,04,08,12,16,20:30:00"
+    assert timer["Timer"]["Persistent"] == "true"
+    assert "30 */4 * * *" in timer["Unit"]["Description"]
+    cron = run_cli("--root", str(root), "drift", "schedule", SITE, "--cron")
+    assert cron.returncode == 0, cron.stderr
+    assert cron.stdout.split(maxsplit=5)[:5] == ["30", "*/4", "*", "*", "*"]
+
+
+def test_drift_disabled_in_the_spec_is_not_scheduled(tmp_path: Path) -> None:
+    root = copy_site(tmp_path)
+    spec = root / "inventories" / SITE / "site.yaml"
+    spec.write_text(spec.read_text().replace("drift:\n", "drift:\n  enabled: false\n", 1))
+    units = tmp_path / "units"
+    out = run_cli("--root", str(root), "drift", "schedule", SITE, "--unit-dir", str(units))
+    assert out.returncode == exits.USAGE, out.stderr
+    assert "drift.enabled is false" in out.stderr and "--remove" in out.stderr
+    assert not units.exists()
