@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orchestrator.planning.model import SitePlan
-from orchestrator.planning.roles import container_hosts, hosts_with_role, role_host
+from orchestrator.planning.roles import container_hosts, hosts_with_role, monitored_hosts, role_host
 from orchestrator.planning.tuning import tuning_plan
 from orchestrator.spec.site import SiteSpec
 
@@ -123,7 +123,7 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
         ),
         (
             "monitoring",
-            tuple(dict.fromkeys((*npu, *([mon] if mon else ())))) if spec.monitoring.enabled else (),
+            monitored_hosts(spec),
             "node and NPU exporters" + (f", Prometheus on {mon}" if mon else ""),
         ),
     ]

@@ -44,3 +44,12 @@ def container_hosts(spec: SiteSpec) -> tuple[str, ...]:
     monitoring = role_host(spec, "monitoring") if spec.monitoring.enabled else None
     extra = tuple(h for h in (build, gateway, monitoring) if h)
     return tuple(dict.fromkeys((*hosts_with_role(spec, "npu"), *extra)))
+
+
+def monitored_hosts(spec: SiteSpec) -> tuple[str, ...]:
+    """Where the monitoring phase runs and node_exporter is scraped: every NPU server and the monitoring host
+    (none when monitoring is disabled). npu-exporter runs on the NPU servers among them."""
+    if not spec.monitoring.enabled:
+        return ()
+    mon = role_host(spec, "monitoring")
+    return tuple(dict.fromkeys((*hosts_with_role(spec, "npu"), *([mon] if mon else ()))))

@@ -23,6 +23,7 @@ from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.render.ascend_runtime import ascend_runtime_vars
 from orchestrator.render.gateway_vars import gateway_vars
 from orchestrator.render.image_vars import image_vars
+from orchestrator.render.monitoring_vars import monitoring_vars
 from orchestrator.render.rollout_vars import rollout_vars, worker_url
 from orchestrator.render.serve_vars import serve_vars
 from orchestrator.render.weights_vars import weights_vars
@@ -138,12 +139,7 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
             "rollout_accuracy_tolerance": spec.rollout.gates.accuracy_tolerance,
             "rollout_max_error_rate": spec.rollout.gates.max_error_rate,
             "rollout_replicas": [_replica_summary(r) for r in plan.replicas],
-            "monitoring_enabled": spec.monitoring.enabled,
-            "monitoring_prometheus_port": spec.monitoring.prometheus_port,
-            "monitoring_node_exporter_port": spec.monitoring.node_exporter_port,
-            "monitoring_npu_exporter_port": spec.monitoring.npu_exporter_port,
-            "monitoring_scrape_interval_s": spec.monitoring.scrape_interval_s,
-            "monitoring_retention_days": spec.monitoring.retention_days,
+            **monitoring_vars(spec, plan),
             "drift_enabled": spec.drift.enabled,
             "drift_schedule": spec.drift.schedule,
             "drift_fail_on_drift": spec.drift.fail_on_drift,

@@ -1,0 +1,146 @@
+"""roles/prometheus/templates/prometheus.yml.j2 rendered by Ansible's own templating for every example site,
+then checked by Prometheus's promtool (`promtool check config` also loads the alert rules it names).
+
+The template is rendered as the template action of ansible-core renders it (a trusted template, the action's
+default trim_blocks, no backslash escaping) from the committed group_vars/all.yml of each example (another
+test keeps those equal to what render writes) and the role's defaults. The targets are then compared with
+the site itself: its servers' addresses, roles and the spec's ports.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from orchestrator.planning.phases import plan_phases
+from orchestrator.render.monitoring_vars import JOBS
+from orchestrator.validation import validate_file
+from tests.helpers import EXAMPLES, ROOT
+from tests.promtool import run
+
+ROLE = ROOT / "roles" / "prometheus"
+RULES = ROLE / "files" / "rules"
+SITES = sorted(p.parent.name for p in EXAMPLES.glob("*/site.yaml"))
+
+
+def render_template(variables: dict[str, Any]) -> str:
+    """What `ansible.builtin.template: src=prometheus.yml.j2` writes (ansible/plugins/action/template.py)."""
+    source = ROLE / "templates" / "prometheus.yml.j2"
+    templar = Templar(loader=DataLoader(), variables=variables).copy_with_new_env(
+        searchpath=[str(source.parent)], available_variables=variables
+    )
+    overrides = {"trim_blocks": True, "lstrip_blocks": False, "newline_sequence": "\n"}
+    text = trust_as_template(source.read_text(encoding="utf-8"))
+    out = templar.template(text, escape_backslashes=False, overrides=overrides)
+    assert isinstance(out, str)
+    return out
+
+
+def site_vars(site: str, **extra: Any) -> dict[str, Any]:
+    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text(encoding="utf-8"))
+    rendered = yaml.safe_load((EXAMPLES / site / "group_vars" / "all.yml").read_text(encoding="utf-8"))
+    return {**defaults, **rendered, **extra}
+
+
+def write_config(tmp_path: Path, variables: dict[str, Any]) -> Path:
+    rules = tmp_path / "rules"
+    shutil.copytree(RULES, rules)
+    config = tmp_path / "prometheus.yml"
+    config.write_text(render_template({**variables, "prometheus_rules_dir": str(rules)}), encoding="utf-8")
+    return config
+
+
+def _targets(config: dict[str, Any], job: str) -> dict[str, dict[str, str]]:
+    """address -> labels of every target of the job (empty when the job is not in the config)."""
+    out: dict[str, dict[str, str]] = {}
+    for sc in config["scrape_configs"]:
+        if sc["job_name"] == job:
+            for static in sc["static_configs"]:
+                for address in static["targets"]:
+                    out[address] = static["labels"]
+    return out
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_promtool_accepts_the_config_of_every_example(tmp_path: Path, site: str) -> None:
+    config = write_config(tmp_path, site_vars(site))
+    out = run("check", "config", str(config))
+    assert out.returncode == 0, out.stdout + config.read_text()
+    assert "is valid prometheus config file syntax" in out.stdout
+    groups = yaml.safe_load((RULES / "ascend-fleet.rules.yml").read_text(encoding="utf-8"))["groups"]
+    assert f"SUCCESS: {sum(len(g['rules']) for g in groups)} rules found" in out.stdout
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_the_targets_are_the_sites_servers(tmp_path: Path, site: str) -> None:
+    result = validate_file(EXAMPLES / site / "site.yaml")
+    spec, plan = result.spec, result.plan
+    assert spec is not None and plan is not None
+    config = yaml.safe_load(write_config(tmp_path, site_vars(site)).read_text())
+    addr = {s.name: str(s.address) for s in spec.servers}
+    mon = spec.monitoring
+    npu = [s.name for s in spec.servers if "npu" in s.roles]
+    phase = next(p for p in plan_phases(spec, plan) if p.name == "monitoring")
+
+    assert config["global"]["scrape_interval"] == f"{mon.scrape_interval_s}s"
+    assert {sc["job_name"] for sc in config["scrape_configs"]} <= set(JOBS)
+    assert _targets(config, "npu-exporter") == {
+        f"{addr[h]}:{mon.npu_exporter_port}": {"host": h} for h in npu
+    }
+    assert _targets(config, "node") == {
+        f"{addr[h]}:{mon.node_exporter_port}": {"host": h} for h in phase.hosts
+    }
+    assert _targets(config, "vllm") == {
+        f"{addr[r.head.server]}:{r.port}": {"host": r.head.server, "replica": r.name} for r in plan.replicas
+    }
+    router = _targets(config, "vllm-router")
+    if spec.gateway.enabled:
+        gw = spec.gateway.host or next(s.name for s in spec.servers if "gateway" in s.roles)
+        assert router == {f"{addr[gw]}:{spec.gateway.prometheus_port}": {"host": gw}}
+    else:
+        assert router == {}
+    jobs = {sc["job_name"]: sc for sc in config["scrape_configs"]}
+    assert jobs["npu-exporter"]["honor_timestamps"] is False  # npu-exporter stamps samples with collect times
+    assert jobs["node"]["honor_labels"] is True  # the drift textfile's host label is the checked server
+
+
+def test_the_fleet_example_scrapes_every_kind_of_target(tmp_path: Path) -> None:
+    """a2-fleet-gateway has a gateway and a monitoring host: every job is in its config."""
+    config = yaml.safe_load(write_config(tmp_path, site_vars("a2-fleet-gateway")).read_text())
+    assert [sc["job_name"] for sc in config["scrape_configs"]] == list(JOBS)
+    assert _targets(config, "vllm-router") == {"10.50.0.5:29000": {"host": "edge-01"}}
+    assert _targets(config, "prometheus") == {"10.50.0.5:9090": {"host": "edge-01"}}
+
+
+def test_alertmanagers_and_short_intervals_stay_valid(tmp_path: Path) -> None:
+    variables = site_vars(
+        "a2-single-distill",
+        prometheus_alertmanagers=["10.0.0.9:9093"],
+        monitoring_scrape_interval_s=5,
+        monitoring_scrape_timeout_s=5,
+    )
+    config = write_config(tmp_path, variables)
+    out = run("check", "config", str(config))
+    assert out.returncode == 0, out.stdout
+    data = yaml.safe_load(config.read_text())
+    assert data["alerting"]["alertmanagers"][0]["static_configs"][0]["targets"] == ["10.0.0.9:9093"]
+
+
+def test_promtool_refuses_a_timeout_longer_than_the_interval(tmp_path: Path) -> None:
+    """The check is real: the scrape timeout render derives (at most the interval) matters."""
+    variables = site_vars("a2-single-distill", monitoring_scrape_interval_s=5, monitoring_scrape_timeout_s=10)
+    out = run("check", "config", str(write_config(tmp_path, variables)))
+    assert out.returncode != 0
+    assert "scrape timeout greater than scrape interval" in out.stdout
+
+
+def test_every_job_the_rules_name_is_a_scrape_job() -> None:
+    text = (RULES / "ascend-fleet.rules.yml").read_text(encoding="utf-8")
+    named = {part.split('"')[1] for part in text.split("job=")[1:]}
+    assert named and named <= set(JOBS)
