@@ -126,3 +126,17 @@ def test_promtool_refuses_a_malformed_rule(tmp_path: Path) -> None:
     out = run("check", "rules", str(tmp_path / "rules.yml"))
     assert out.returncode != 0
     assert "FAILED" in out.stdout
+
+
+def test_the_docs_table_lists_every_alert() -> None:
+    """docs/monitoring.md's alerts table: exactly the alerts of the rules file, same severity and `for:`."""
+    text = (ROOT / "docs" / "monitoring.md").read_text(encoding="utf-8")
+    section = text.split("\n## Alerts\n", 1)[1].split("\n## ", 1)[0]
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")[:3]]
+        for line in section.splitlines()
+        if line.startswith("| `")
+    ]
+    documented = [(name.strip("`"), severity, duration) for name, severity, duration in rows]
+    rules = [(r["alert"], r["labels"]["severity"], r["for"]) for r in _rules()]
+    assert documented == rules
