@@ -40,3 +40,16 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
         timeout=120,
         check=False,
     )
+
+
+def prometheus() -> str:
+    """The Prometheus server binary of the same package (on PATH, beside promtool, or Debian's)."""
+    beside = Path(promtool()).with_name("prometheus")
+    found = shutil.which("prometheus") or (str(beside) if beside.is_file() else None)
+    if found is None:
+        pytest.fail(
+            "the prometheus binary was not found on PATH nor beside promtool. Fix: run ./scripts/bootstrap "
+            "as root (Debian's `prometheus` package ships both /usr/bin/prometheus and /usr/bin/promtool).",
+            pytrace=False,
+        )
+    return found

@@ -9,51 +9,20 @@ the site itself: its servers' addresses, roles and the spec's ports.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
 
 from orchestrator.planning.phases import plan_phases
 from orchestrator.render.monitoring_vars import JOBS
 from orchestrator.validation import validate_file
-from tests.helpers import EXAMPLES, ROOT
+from tests.helpers import EXAMPLES
+from tests.prometheus_config import RULES, site_vars, write_config
 from tests.promtool import run
 
-ROLE = ROOT / "roles" / "prometheus"
-RULES = ROLE / "files" / "rules"
 SITES = sorted(p.parent.name for p in EXAMPLES.glob("*/site.yaml"))
-
-
-def render_template(variables: dict[str, Any]) -> str:
-    """What `ansible.builtin.template: src=prometheus.yml.j2` writes (ansible/plugins/action/template.py)."""
-    source = ROLE / "templates" / "prometheus.yml.j2"
-    templar = Templar(loader=DataLoader(), variables=variables).copy_with_new_env(
-        searchpath=[str(source.parent)], available_variables=variables
-    )
-    overrides = {"trim_blocks": True, "lstrip_blocks": False, "newline_sequence": "\n"}
-    text = trust_as_template(source.read_text(encoding="utf-8"))
-    out = templar.template(text, escape_backslashes=False, overrides=overrides)
-    assert isinstance(out, str)
-    return out
-
-
-def site_vars(site: str, **extra: Any) -> dict[str, Any]:
-    defaults = yaml.safe_load((ROLE / "defaults" / "main.yml").read_text(encoding="utf-8"))
-    rendered = yaml.safe_load((EXAMPLES / site / "group_vars" / "all.yml").read_text(encoding="utf-8"))
-    return {**defaults, **rendered, **extra}
-
-
-def write_config(tmp_path: Path, variables: dict[str, Any]) -> Path:
-    rules = tmp_path / "rules"
-    shutil.copytree(RULES, rules)
-    config = tmp_path / "prometheus.yml"
-    config.write_text(render_template({**variables, "prometheus_rules_dir": str(rules)}), encoding="utf-8")
-    return config
 
 
 def _targets(config: dict[str, Any], job: str) -> dict[str, dict[str, str]]:
