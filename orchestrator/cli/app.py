@@ -23,6 +23,7 @@ from orchestrator.cli.common import (
     render_into,
     resolve,
 )
+from orchestrator.cli.doctor_cmd import doctor_command
 from orchestrator.cli.drift_cmd import drift_app
 from orchestrator.cli.findings_json import result_json
 from orchestrator.cli.history_cmd import history_command
@@ -58,6 +59,7 @@ app.command("plan")(plan_command)
 app.command("history")(history_command)
 app.command("show")(show_command)
 app.command("status")(status_command)
+app.command("doctor")(doctor_command)
 
 
 def _version() -> str:
