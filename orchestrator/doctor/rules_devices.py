@@ -163,7 +163,7 @@ BUSY = (
         title="the NPU could not be opened (507033); the next distinctive line names why",
         patterns=p(
             r"(?:SetDevice\(device_id_?\), error code is|open device \d+ failed, runtime result = "
-            r"|set device \d+ failed, errorCode = |aclrtSetDevice\(\w+\) failed: )507033",
+            r"|set device \d+ failed, errorCode = |aclrtSetDevice\(\w+\) failed: )\s*507033",
         ),
         codes=("507033",),
         cause="the runtime could not open the device (its TSD/AICPU process did not start). Several causes "

@@ -46,8 +46,7 @@ SERVING_RULES = (
         preflight=Preflight.yes,
         sources=(*vap(4365, 2434), "https://github.com/vllm-project/vllm/issues/28981"),
         example="Value error, max_num_batched_tokens (2048) is smaller than max_model_len (40960). This "
-        "effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject "
-        "longer sequences.",
+        "effectively limits …",
         detail=r"max_num_batched_tokens \((?P<batched>\d+)\) is smaller than max_model_len \((?P<len>\d+)\)",
         hint="--max-num-batched-tokens {batched} < --max-model-len {len}",
     ),
