@@ -10,6 +10,7 @@ found in at least one file, 66 a FILE does not exist or cannot be read (nothing 
 
 from __future__ import annotations
 
+import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -33,6 +34,11 @@ _SAVE_HINT = (
 )
 
 
+def _stdin_lines() -> list[str]:
+    """`--log -`: the log piped in (`docker logs vllm-r1 2>&1 | orchestrator doctor --log -`)."""
+    return sys.stdin.buffer.read().decode("utf-8", errors="replace").splitlines()
+
+
 def doctor_command(
     site: Annotated[
         str | None,
@@ -43,7 +49,8 @@ def doctor_command(
         typer.Option(
             "--log",
             metavar="FILE",
-            help="A saved serving log (what a failed replica printed) to diagnose offline; repeatable.",
+            help="A saved serving log (what a failed replica printed) to diagnose offline; repeatable; "
+            "- reads standard input.",
         ),
     ] = None,
     fmt: Annotated[
@@ -78,7 +85,7 @@ def doctor_command(
     unreadable = 0
     for path in logs:
         try:
-            texts.append((path, read_log(path)))
+            texts.append((path, _stdin_lines() if str(path) == "-" else read_log(path)))
         except OSError as exc:
             unreadable += 1
             err.print(f"cannot read {path}: {exc.strerror or exc}. Fix: {_SAVE_HINT}.", markup=False)

@@ -71,7 +71,7 @@ SERVING_RULES = (
         preflight=Preflight.no,
         sources=va(5043, 1038, 2349, 6018, 16072, 6190, 2630),
         example="RuntimeError: ACL stream synchronize failed, error code:507035",
-        detail=r"fault kernel_name=(?P<kernel>\S+?),",
+        detail=r"fault kernel_name=(?P<kernel>[^,]+)",
         hint="faulty kernel: {kernel}",
         generic=True,
     ),

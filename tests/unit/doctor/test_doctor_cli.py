@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.helpers import ROOT, run_cli
@@ -103,3 +105,19 @@ def test_help_documents_the_exit_codes() -> None:
         "Exit codes: 0 no known cause found, 3 a known cause found, 66 a FILE cannot be read, 64 usage."
         in text
     )
+
+
+def test_log_dash_reads_standard_input() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "doctor", "--log", "-", "--format", "json"],
+        input=(DATA / "f5-get-socket-timeout.log").read_bytes(),
+        capture_output=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 3, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["files"][0]["file"] == "-"
+    assert doc["files"][0]["diagnosis"]["rule"] == "hccl-get-socket-timeout"
+    assert doc["files"][0]["diagnosis"]["related"] == ["npu-nic-tls-or-link"]

@@ -162,3 +162,18 @@ def test_unreadable_bytes_do_not_stop_the_scan(tmp_path: Path) -> None:
     )
     scan = scan_file(log)
     assert scan.match is not None and scan.match.rule.id == "nnal-atb-missing" and scan.match.line_no == 2
+
+
+def test_values_read_from_the_matched_block() -> None:
+    """The hints quote what the public lines say (vllm-ascend#692: the SoC; #19: the NPU's HBM)."""
+    platform = scan_file(DATA / "f3-platform-info.log")
+    assert platform.match is not None and platform.match.details == {"soc": "Ascend910B2"}
+    oom = scan_lines(
+        [
+            "RuntimeError: NPU out of memory. Tried to allocate 22.00 MiB (NPU 6; 60.97 GiB total capacity; "
+            "10.24 GiB already allocated; 10.24 GiB current active; 19.79 MiB free; 10.65 GiB reserved in "
+            "total by PyTorch)"
+        ]
+    )
+    assert oom.match is not None
+    assert oom.match.details == {"npu": "6", "total": "60.97", "allocated": "10.24", "free": "19.79 MiB"}
