@@ -156,6 +156,7 @@ BUSY = (
         "NormalSqCqAllocate:[drv api] halSqCqAllocate failed: device_id=3, drvRetCode=14!",
         inferred="the eager/capture-size mitigation for co-located replicas is taken from the graph-capture "
         "FAQ, not from these reports.",
+        related=("aclgraph-stream-exhausted",),
     ),
     Rule(
         id="set-device-507033",
@@ -181,6 +182,7 @@ BUSY = (
         "error: c10_npu::SetDevice(device_id_), error code is 507033",
         inferred="the reboot advice and 'TsdOpen failed means busy or unhealthy' are not from a source.",
         generic=True,
+        related=("opp-verify-failed", "visible-device-invalid-107001", "ray-dp-visible-range"),
     ),
     Rule(
         id="opp-verify-failed",

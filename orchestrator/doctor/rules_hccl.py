@@ -68,6 +68,7 @@ GRAPH_RULES = (
             *va(8393, 9564, 9596, 3389, 9691, 1168),
         ),
         example="[PID: ...] Insufficient_Stream_Resources(EL0009): The stream resources are insufficient.",
+        related=("npu-shared-sqcq-exhausted",),
     ),
     Rule(
         id="aclgraph-capture-unsupported-op",
@@ -202,6 +203,7 @@ NETWORK_RULES = (
         sources=("https://github.com/InternLM/lmdeploy/issues/3354", *va(16646, 382, 5468), *vap(13233)),
         example="hccl fftsplus task timeout occurred during task execution, stream_id:9, sq_id:9, "
         "task_id:51052, stuck notify num:1, timeout=1836s.",
+        related=("hccl-get-socket-timeout",),
     ),
     Rule(
         id="gloo-ifname-loopback",

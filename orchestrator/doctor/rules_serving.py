@@ -74,6 +74,7 @@ SERVING_RULES = (
         detail=r"fault kernel_name=(?P<kernel>[^,]+)",
         hint="faulty kernel: {kernel}",
         generic=True,
+        related=("hccl-buffsize-too-small",),
     ),
     Rule(
         id="op-compile-dir-not-writable",
@@ -112,6 +113,7 @@ SERVING_RULES = (
         sources=(*va(130, 540, 262), FAQ),
         example="ERROR 04-16 13:55:44 __init__.py:46] Failed to load plugin ascend",
         generic=True,
+        related=("driver-lib64-not-mounted", "cann-env-not-sourced", "nnal-atb-missing"),
     ),
     Rule(
         id="modelslim-config-missing",
