@@ -55,6 +55,8 @@ def print_results(out: Console, results: Sequence[LogResult]) -> None:
         ]
         if m.hint:
             rows.append(("this log", m.hint))
+        if r.generic:
+            rows.append(("generic", "several causes print this line and no more specific one was found"))
         rows += [("cause", r.cause), ("fix", r.fix), ("check early", r.preflight.value)]
         if r.related:
             rows.append(("see also", _related(m)))
