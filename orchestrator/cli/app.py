@@ -23,6 +23,7 @@ from orchestrator.cli.common import (
     render_into,
     resolve,
 )
+from orchestrator.cli.doctor_cmd import doctor_command
 from orchestrator.cli.drift_cmd import drift_app
 from orchestrator.cli.findings_json import result_json
 from orchestrator.cli.history_cmd import history_command
@@ -35,6 +36,7 @@ from orchestrator.cli.sim_cmds import sim_app
 from orchestrator.cli.sites import ROOT_ENV, example_sites, set_root
 from orchestrator.cli.status_cmd import status_command
 from orchestrator.cli.weights_cmd import weights_app
+from orchestrator.doctor.troubleshooting import troubleshooting_reference
 from orchestrator.planning.phases import plan_phases
 from orchestrator.render import render_texts
 from orchestrator.spec.docs import spec_reference
@@ -58,6 +60,7 @@ app.command("plan")(plan_command)
 app.command("history")(history_command)
 app.command("show")(show_command)
 app.command("status")(status_command)
+app.command("doctor")(doctor_command)
 
 
 def _version() -> str:
@@ -161,13 +164,22 @@ def schema() -> None:
 def docs(
     write: Annotated[Path | None, typer.Option(help="Write the reference to this file.")] = None,
     check: Annotated[Path | None, typer.Option(help="Fail if this file is not up to date.")] = None,
+    troubleshooting: Annotated[
+        bool,
+        typer.Option(
+            "--troubleshooting",
+            help="The troubleshooting guide (docs/troubleshooting.md, from doctor's rules) instead.",
+        ),
+    ] = False,
 ) -> None:
-    """Print (or write, or check) the spec reference generated from the models."""
-    text = spec_reference()
+    """Print (or write, or check) the spec reference generated from the models, or with --troubleshooting
+    the troubleshooting guide generated from doctor's rules."""
+    text = troubleshooting_reference() if troubleshooting else spec_reference()
     if check is not None:
         if not check.is_file() or check.read_text(encoding="utf-8") != text:
+            flag = " --troubleshooting" if troubleshooting else ""
             console(stderr=True).print(
-                f"{check} is stale: run 'orchestrator docs --write {check}'", markup=False
+                f"{check} is stale: run 'orchestrator docs{flag} --write {check}'", markup=False
             )
             raise typer.Exit(1)
         return
