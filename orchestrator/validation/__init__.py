@@ -21,6 +21,7 @@ from orchestrator.validation import (
     model_rules,
     ops_rules,
     platform_rules,
+    prelaunch_rules,
     profile_rules,
     references,
     serving_rules,
@@ -64,6 +65,7 @@ def _semantic(spec: SiteSpec) -> tuple[SitePlan | None, list[Finding]]:
     findings += ops_rules.check(spec)
     findings += gateway_rules.check(spec)
     findings += platform_rules.check(spec)
+    findings += prelaunch_rules.check(spec)
     if not refs_ok:
         return None, findings
     try:
