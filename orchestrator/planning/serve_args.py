@@ -151,6 +151,7 @@ def member_env(
     socket_ifname: str | None,
     ray: bool,
     extra: dict[str, str],
+    base_port: int | None = None,
 ) -> list[tuple[str, str]]:
     # The container is given only the member's /dev/davinciN (vllm_serve role): inside it the runtime numbers
     # them 0..n-1 (logical IDs, CANN runtime API "Relationships Between the User Device ID, Logical Device ID,
@@ -176,6 +177,8 @@ def member_env(
         if hccl.deterministic:
             env["HCCL_DETERMINISTIC"] = "true"
             env["LCCL_DETERMINISTIC"] = "1"
+        if base_port is not None:
+            env["HCCL_IF_BASE_PORT"] = str(base_port)  # a replica sharing the server: planning/hccl_ports.py
     if ray:
         # vllm-ascend tutorials/features/ray.md: set before `ray start` on every node, so Ray leaves the
         # node's ASCEND_RT_VISIBLE_DEVICES to vLLM. VLLM_HOST_IP: vLLM asks the placement group for a

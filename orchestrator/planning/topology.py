@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from orchestrator.catalog import ModelArch
 from orchestrator.planning import capacity as cap
-from orchestrator.planning import serve_args
+from orchestrator.planning import hccl_ports, serve_args
 from orchestrator.planning.gates import startup_timeout_s
 from orchestrator.planning.model import Capacity, MemberPlan, MemberRole, ReplicaMode, ReplicaPlan
 from orchestrator.planning.resolve import (
@@ -218,6 +218,7 @@ def plan_replica(
     ray = layout.mode == "ray"
     head_ip = _control_ip(head)
     ray_address = f"{head_ip}:{serve_args.RAY_GCS_PORT}" if ray else None
+    ports = hccl_ports.base_ports(spec)
     plans: list[MemberPlan] = []
     for rank, member in enumerate(members):
         headless = rank > 0
@@ -244,6 +245,7 @@ def plan_replica(
             socket_ifname=member.overrides.socket_ifname,
             ray=ray,
             extra=spec.serving.env,
+            base_port=ports.get((replica.name, member.name)),
         )
         role: MemberRole = "head" if not headless else ("ray-worker" if ray else "headless")
         ray_start: list[str] = []

@@ -3,7 +3,7 @@
 Each rule is the before-launch twin of a doctor rule (orchestrator/doctor/rules_serving.py, rules_hccl.py):
 - ``max_num_batched_tokens < max_model_len`` with chunked prefill off (``ascend-scheduler-batched-tokens``);
 - HCCL_BUFFSIZE below what MoE dispatch/combine needs under expert parallelism (``hccl-buffsize-too-small``);
-- one HCCL_IF_BASE_PORT shared by replicas on one server (``hccl-port-in-use``).
+- one HCCL_IF_BASE_PORT from serving.env shared by replicas on one server (``hccl-port-in-use``).
 Memory utilization vs HBM is not here: planning/topology.py (_capacity_findings) already refuses weights
 that exceed gpu_memory_utilization x the chip's usable HBM and a KV cache that cannot hold one max_model_len
 sequence.
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from orchestrator.catalog import ModelArch, nearest_table
 from orchestrator.catalog.vllm_argv import read_args
+from orchestrator.planning import hccl_ports
 from orchestrator.planning.resolve import effective_quantization, resolve_model
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.serving import Parallelism
@@ -191,32 +192,22 @@ def _round_up(mb: int, step: int = 64) -> int:
 # --- 4. one HCCL base port per co-located replica ----------------------------------------------------------
 
 
-def _world_size(par: Parallelism) -> int:
-    return par.tp * par.pp * par.dp
-
-
 def _base_port(spec: SiteSpec) -> Iterator[Finding]:
     s = spec.serving
-    if "HCCL_IF_BASE_PORT" not in s.env:
+    if hccl_ports.ENV not in s.env:
+        return  # the plan gives each replica on a shared server its own base (planning/hccl_ports.py)
+    for server, names in hccl_ports.colocated(spec).items():
+        # serving.env is the same for every replica, so both HCCL jobs listen from the same base port:
+        # "Failed to bind the IP port" (EJ0003/EI0019; vllm-ascend #405, PR #16205: give each job its own
+        # HCCL_IF_BASE_PORT when jobs share a host).
+        yield error(
+            ("serving", "env", hccl_ports.ENV),
+            f"replicas {' and '.join(repr(n) for n in names)} share server '{server}' and all get "
+            f"{hccl_ports.ENV}={s.env[hccl_ports.ENV]} from serving.env; only the first can bind its HCCL "
+            "ports",
+            f"remove {hccl_ports.ENV} from serving.env (it applies to every replica): the plan then gives "
+            f"each replica on a shared server its own ({hccl_ports.BASE_PORT} + {hccl_ports.PORT_STEP} x "
+            "its place on the server)",
+            "hccl",
+        )
         return
-    first_on: dict[str, str] = {}
-    for replica in s.replicas:
-        if _world_size(replica.parallelism or s.parallelism) < 2:
-            continue  # a one-device replica opens no HCCL communicator
-        for server in replica.servers:
-            other = first_on.setdefault(server, replica.name)
-            if other == replica.name:
-                continue
-            # serving.env is the same for every replica, so both HCCL jobs listen from the same base port:
-            # "Failed to bind the IP port" (EJ0003/EI0019; vllm-ascend #405, PR #16205: give each job its
-            # own HCCL_IF_BASE_PORT when jobs share a host).
-            yield error(
-                ("serving", "env", "HCCL_IF_BASE_PORT"),
-                f"replicas '{other}' and '{replica.name}' share server '{server}' and both get "
-                f"HCCL_IF_BASE_PORT={s.env['HCCL_IF_BASE_PORT']} from serving.env; the second one cannot "
-                "bind its HCCL ports",
-                "remove HCCL_IF_BASE_PORT from serving.env (it applies to every replica), or put the "
-                "replicas on different servers",
-                "hccl",
-            )
-            return

@@ -137,8 +137,8 @@ def test_one_base_port_for_two_replicas_on_one_server(single: dict[str, Any]) ->
     [f] = _at(findings, "serving.env.HCCL_IF_BASE_PORT", "hccl")
     assert f.is_error
     assert f.message == (
-        "replicas 'r0' and 'r1' share server 'a2-01' and both get HCCL_IF_BASE_PORT=60000 from serving.env; "
-        "the second one cannot bind its HCCL ports"
+        "replicas 'r0' and 'r1' share server 'a2-01' and all get HCCL_IF_BASE_PORT=60000 from serving.env; "
+        "only the first can bind its HCCL ports"
     )
     assert "HCCL_IF_BASE_PORT" in _line(f, lines)
     # one replica per server: the same base port is fine
@@ -156,3 +156,24 @@ def test_one_device_replicas_open_no_hccl_ports(duo: dict[str, Any]) -> None:
         replica["devices"] = replica["devices"][:1]
     findings, _ = _validate(duo)
     assert _at(findings, "serving.env.HCCL_IF_BASE_PORT", "hccl") == []
+
+
+def _base_ports(data: dict[str, Any]) -> dict[tuple[str, str], str | None]:
+    result = validate_text(to_yaml(data), "site.yaml")
+    assert result.plan is not None, result.findings
+    return {
+        (r.name, m.server): dict(m.env).get("HCCL_IF_BASE_PORT")
+        for r in result.plan.replicas
+        for m in r.members
+    }
+
+
+def test_the_plan_gives_each_replica_on_a_shared_server_its_own_base_port(single: dict[str, Any]) -> None:
+    # CANN envref_07_0074: HCCL listens on 32 ports from the base (60000-60031 by default); 100 apart is clear
+    assert _base_ports(single) == {("r0", "a2-01"): "60000", ("r1", "a2-01"): "60100"}
+    single["serving"]["replicas"] = single["serving"]["replicas"][:1]
+    assert _base_ports(single) == {("r0", "a2-01"): None}  # alone on its server: HCCL's default
+
+
+def test_no_base_port_for_replicas_on_their_own_servers(pair: dict[str, Any]) -> None:
+    assert set(_base_ports(pair).values()) == {None}
