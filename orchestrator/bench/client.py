@@ -29,6 +29,7 @@ class Load:
     duration_s: float | None  # seconds of load per level, or
     requests: int | None  # this many requests per level
     timeout_s: float = 600.0
+    warmup: int = 1  # requests sent (and not counted) before the first level: connection set-up, lazy loads
 
 
 @dataclass
@@ -137,6 +138,9 @@ def make_client(base_url: str, api_key: str | None, load: Load, concurrency: int
 
 async def run_levels(base_url: str, api_key: str | None, load: Load, levels: list[int]) -> list[LevelRun]:
     await probe(base_url)
+    async with make_client(base_url, api_key, load, 1) as client:
+        for n in range(load.warmup):
+            await one_request(client, load, -1 - n)  # its result is not a measurement
     runs = []
     for level in levels:
         async with make_client(base_url, api_key, load, level) as client:
