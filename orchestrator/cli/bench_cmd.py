@@ -74,7 +74,7 @@ def synthetic_prompt(tokens: int) -> str:
 def verdict_code(levels: list[LevelStats], checks: list[list[str]]) -> int:
     failed = any(s.failed for s in levels) or any(s.ok == 0 for s in levels)
     missed = any(v == "fail" for cs in checks for v in cs)
-    return exits.HOSTS_FAILED if failed or missed else exits.OK
+    return exits.SLO_MISSED if failed or missed else exits.OK
 
 
 def bench_command(
@@ -143,7 +143,7 @@ def bench_command(
             "gateway / replica is up (`orchestrator status SITE`).",
             markup=False,
         )
-        raise typer.Exit(exits.HOSTS_UNREACHABLE) from None
+        raise typer.Exit(exits.ENDPOINT_UNREACHABLE) from None
     stats = [level_stats(r) for r in runs]
     checks = all_checks(stats, spec.slo)
     rc = verdict_code(stats, [[c.verdict for c in cs] for cs in checks])
