@@ -191,3 +191,25 @@ def test_usage_and_missing_key(site: Path) -> None:
     nokey = bench(site, "--endpoint", "http://127.0.0.1:9", "--requests", "1", key=None)
     assert nokey.returncode == 2
     assert "VLLM_API_KEY is not set" in nokey.stderr
+
+
+def test_without_endpoint_the_first_replica_of_the_inventory(slow_server: Proc, site: Path) -> None:
+    """No gateway: the first replica of the rendered inventory (group_vars/all.yml, as status reads it)."""
+    (site.parent / "group_vars").mkdir()
+    (site.parent / "group_vars" / "all.yml").write_text(
+        "orchestrator_site: a2-single-distill\ngateway_enabled: false\nrollout_replicas:\n"
+        f"- {{name: r0, head: s1, worker_url: 'http://127.0.0.1:{slow_server.port}'}}\n"
+        "- {name: r1, head: s2, worker_url: 'http://127.0.0.1:9'}\n",
+        encoding="utf-8",
+    )
+    proc = bench(site, "--concurrency", "1", "--requests", "2", "--max-tokens", "3", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = _json(proc)
+    assert (doc["via"], doc["endpoint"]) == ("replica r0", f"http://127.0.0.1:{slow_server.port}/v1")
+    assert doc["levels"][0]["ok"] == 2
+
+
+def test_no_inventory_and_no_endpoint_exits_66(site: Path) -> None:
+    out = bench(site, "--requests", "1")
+    assert out.returncode == 66
+    assert "orchestrator render" in out.stderr
