@@ -4,7 +4,7 @@ compared with the spec's bench.slo.
 
 Exit codes: 0 every SLO met (or none set) and no request failed; 3 an SLO missed or a request failed;
 4 the endpoint unreachable; 2 invalid spec (or its API key reference unreadable); 64 bad command line;
-66 no such site or no rendered inventory (without --endpoint).
+66 no such site or no rendered inventory (without --endpoint); 73 the --plot file could not be written.
 """
 
 from __future__ import annotations
@@ -115,6 +115,11 @@ def bench_command(
         err.print("give --duration-s or --requests, not both", markup=False)
         raise typer.Exit(exits.USAGE)
     levels_arg = _levels(concurrency)
+    if plot is not None and not plot.resolve().parent.is_dir():
+        err.print(
+            f"--plot {plot}: the folder {plot.resolve().parent} does not exist; create it first", markup=False
+        )
+        raise typer.Exit(exits.USAGE)
     result = load(site, DEFAULT_MAX_BYTES, DEFAULT_MAX_FINDINGS)
     assert result.spec is not None and result.plan is not None  # load exits 2 otherwise
     spec = result.spec.bench
@@ -160,7 +165,15 @@ def bench_command(
     if plot is not None:
         from orchestrator.bench.plot import write_plot  # matplotlib only when a plot is asked for
 
-        write_plot(plot, f"{result.spec.site}: {work.model} via {target.via}", stats)
+        try:
+            write_plot(plot, f"{result.spec.site}: {work.model} via {target.via}", stats)
+        except OSError as exc:
+            err.print(
+                f"cannot write the plot {plot}: {exc.strerror}. Fix: pick a writable --plot path.",
+                markup=False,
+            )
+            rc = exits.CANT_CREATE
+            plot = None
     if fmt is BenchFormat.json:
         print(json.dumps(report_json(header, stats, checks, rc)))
     else:

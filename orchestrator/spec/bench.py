@@ -8,31 +8,38 @@ hold for no other model, chip or prompt size.
 
 from __future__ import annotations
 
-from pydantic import Field, PositiveFloat, PositiveInt
+from typing import Annotated
+
+from pydantic import Field
 
 from orchestrator.spec.common import SpecModel
 
+# Bounds keep a YAML slip (1e300, .inf, a 60-digit number) out; each is far above any real figure.
+Ms = Annotated[float, Field(gt=0, le=3_600_000, allow_inf_nan=False)]  # up to an hour
+Rate = Annotated[float, Field(gt=0, le=1e9, allow_inf_nan=False)]
+Level = Annotated[int, Field(ge=1, le=100_000)]
+
 
 class BenchSlo(SpecModel):
-    ttft_p99_ms: PositiveFloat | None = Field(
+    ttft_p99_ms: Ms | None = Field(
         None,
         description="Time to first token, 99th percentile, at most this many milliseconds (unset: no SLO).",
     )
-    itl_p99_ms: PositiveFloat | None = Field(
+    itl_p99_ms: Ms | None = Field(
         None,
         description="Inter-token latency (gap between streamed tokens after the first), 99th percentile, at "
         "most this many milliseconds (unset: no SLO).",
     )
-    latency_p99_ms: PositiveFloat | None = Field(
+    latency_p99_ms: Ms | None = Field(
         None,
         description="Whole-request latency, 99th percentile, at most this many milliseconds (unset: no SLO).",
     )
-    min_request_throughput_rps: PositiveFloat | None = Field(
+    min_request_throughput_rps: Rate | None = Field(
         None,
         description="Completed requests per second at the highest concurrency level, at least this many "
         "(unset: no SLO).",
     )
-    min_output_throughput_tps: PositiveFloat | None = Field(
+    min_output_throughput_tps: Rate | None = Field(
         None,
         description="Generated tokens per second at the highest concurrency level, at least this many "
         "(unset: no SLO).",
@@ -42,16 +49,23 @@ class BenchSlo(SpecModel):
 class Bench(SpecModel):
     """Load of `orchestrator bench SITE` (the command line overrides each field) and its SLOs."""
 
-    concurrency: list[PositiveInt] = Field(
+    concurrency: list[Level] = Field(
         default_factory=lambda: [1, 4, 16],
         min_length=1,
         description="Concurrency levels: at each, this many workers send requests back to back.",
     )
-    duration_s: PositiveFloat = Field(30, description="Seconds of load at each concurrency level.")
-    prompt_tokens: PositiveInt = Field(
-        256, description="Approximate prompt length in tokens (synthetic text, one word per token)."
+    duration_s: float = Field(
+        30, gt=0, le=86_400, allow_inf_nan=False, description="Seconds of load at each concurrency level."
     )
-    max_tokens: PositiveInt = Field(128, description="max_tokens of every request (the answer length).")
+    prompt_tokens: int = Field(
+        256,
+        ge=1,
+        le=10_000_000,
+        description="Approximate prompt length in tokens (synthetic text, one word per token).",
+    )
+    max_tokens: int = Field(
+        128, ge=1, le=10_000_000, description="max_tokens of every request (the answer length)."
+    )
     slo: BenchSlo = Field(
         default_factory=BenchSlo, description="Service-level objectives; all unset by default."
     )

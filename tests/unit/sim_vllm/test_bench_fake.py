@@ -188,6 +188,9 @@ def test_usage_and_missing_key(site: Path) -> None:
     assert both.returncode == 64
     bad = bench(site, "--concurrency", "1,x", "--requests", "1")
     assert bad.returncode == 64
+    noplace = bench(site, "--requests", "1", "--plot", str(site.parent / "no" / "such" / "b.png"))
+    assert noplace.returncode == 64
+    assert "does not exist" in noplace.stderr
     nokey = bench(site, "--endpoint", "http://127.0.0.1:9", "--requests", "1", key=None)
     assert nokey.returncode == 2
     assert "VLLM_API_KEY is not set" in nokey.stderr
