@@ -13,6 +13,7 @@ import typer
 
 from orchestrator.cli import exits
 from orchestrator.cli.apply_cmd import apply_command
+from orchestrator.cli.bench_cmd import bench_command
 from orchestrator.cli.common import (
     EXIT_INVALID,
     Format,
@@ -61,6 +62,7 @@ app.command("history")(history_command)
 app.command("show")(show_command)
 app.command("status")(status_command)
 app.command("doctor")(doctor_command)
+app.command("bench")(bench_command)
 
 
 def _version() -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from orchestrator.spec.bench import Bench
 from orchestrator.spec.common import Name, SpecModel
 from orchestrator.spec.gateway import Gateway
 from orchestrator.spec.hardware import HardwareProfile, Server
@@ -49,3 +50,4 @@ class SiteSpec(SpecModel):
     gateway: Gateway = Field(default_factory=Gateway)
     monitoring: Monitoring = Field(default_factory=Monitoring)
     drift: Drift = Field(default_factory=Drift)
+    bench: Bench = Field(default_factory=Bench)

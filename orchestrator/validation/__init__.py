@@ -16,6 +16,7 @@ from orchestrator.spec.loader import Document, load_file, parse_bytes, parse_tex
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.structural import validate_structure
 from orchestrator.validation import (
+    bench_rules,
     gateway_rules,
     host_rules,
     model_rules,
@@ -64,6 +65,7 @@ def _semantic(spec: SiteSpec) -> tuple[SitePlan | None, list[Finding]]:
     findings += host_rules.check_network(spec)
     findings += ops_rules.check(spec)
     findings += gateway_rules.check(spec)
+    findings += bench_rules.check(spec)
     findings += platform_rules.check(spec)
     findings += prelaunch_rules.check(spec)
     if not refs_ok:

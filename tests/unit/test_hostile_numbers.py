@@ -136,6 +136,19 @@ def _numeric_site() -> dict[str, object]:
         "scrape_interval_s": 15,
         "retention_days": 15,
     }
+    data["bench"] = {
+        "concurrency": [1, 4, 16],
+        "duration_s": 30,
+        "prompt_tokens": 256,
+        "max_tokens": 128,
+        "slo": {
+            "ttft_p99_ms": 2000,
+            "itl_p99_ms": 100,
+            "latency_p99_ms": 20000,
+            "min_request_throughput_rps": 5,
+            "min_output_throughput_tps": 500,
+        },
+    }
     data["schema_version"] = 1
     return data
 
