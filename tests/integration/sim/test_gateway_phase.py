@@ -17,15 +17,18 @@ from bare servers, then:
 from __future__ import annotations
 
 import json
+import struct
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.sim.load import BackgroundLoad, run_load
 from tests.integration.sim.serving_helpers import sh
@@ -260,6 +263,54 @@ def test_a_release_rolls_through_the_gateway_under_load_without_a_failed_request
     assert report.min_workers == 2, summary  # one replica out at a time, never more
     assert max(n for _, n in report.worker_samples) == 3, summary
     assert workers(sim) == heads(sim)
+
+
+def success_total(sim: Sim) -> float:
+    """Requests the replicas finished (vLLM's vllm:request_success_total on every head, any reason but abort),
+    parsed with prometheus_client's parser."""
+    total = 0.0
+    for head in heads(sim):
+        with urllib.request.urlopen(f"{head}/metrics", timeout=10) as resp:
+            text = resp.read().decode()
+        for family in text_string_to_metric_families(text):
+            total += sum(
+                s.value
+                for s in family.samples
+                if s.name == "vllm:request_success_total" and s.labels.get("finished_reason") != "abort"
+            )
+    return total
+
+
+def test_bench_through_the_gateway_reports_levels_table_and_plot(
+    sim: Sim, applied: dict[str, Any], tmp_path: Path
+) -> None:
+    """`orchestrator bench SITE` loads the gateway (not a replica) at two concurrency levels: every request
+    succeeds, TTFT / ITL / throughput are reported per level, the replicas behind the router counted exactly
+    the requests bench says it sent (plus its one warm-up request), the PNG is a real image, and the table
+    names the gateway and the level."""
+    before = success_total(sim)
+    png = tmp_path / "bench.png"
+    argv = [str(BIN / "orchestrator"), "bench", sim.name, "--concurrency", "1,4", "--requests", "12"]
+    proc = run([*argv, "--max-tokens", "8", "--format", "json", "--plot", str(png)], sim.root, check=False)
+    OUTPUTS.append(proc.stdout + proc.stderr)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["via"] == "gateway" and out["endpoint"] == f"{gateway_url(sim)}/v1", out
+    assert [lv["concurrency"] for lv in out["levels"]] == [1, 4]
+    for lv in out["levels"]:
+        assert lv["ok"] == 12 and lv["failed"] == 0, lv
+        assert lv["ttft_ms"]["p50"] > 0 and lv["itl_ms"]["count"] > 0, lv
+        assert lv["request_throughput_rps"] > 0 and lv["output_throughput_tps"] > 0, lv
+    assert success_total(sim) - before == 24 + 1  # both levels + the warm-up, as the replicas counted them
+    head = png.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", head
+    width, height = struct.unpack(">II", head[16:24])
+    assert width >= 400 and height >= 300, (width, height)
+    table = run([*argv[:-2], "2", "--max-tokens", "4"], sim.root, check=False)
+    OUTPUTS.append(table.stdout + table.stderr)
+    assert table.returncode == 0, table.stdout[-3000:] + table.stderr[-3000:]
+    assert f"at {gateway_url(sim)}/v1 (gateway)" in table.stdout, table.stdout
+    assert "concurrency 2 (" in table.stdout, table.stdout
 
 
 def test_the_key_is_in_no_output(sim: Sim, applied: dict[str, Any]) -> None:
