@@ -306,7 +306,7 @@ def test_bench_through_the_gateway_reports_levels_table_and_plot(
     assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR", head
     width, height = struct.unpack(">II", head[16:24])
     assert width >= 400 and height >= 300, (width, height)
-    table = run([*argv[:-2], "2", "--max-tokens", "4"], sim.root, check=False)
+    table = run([*argv[:-1], "2", "--max-tokens", "4"], sim.root, check=False)
     OUTPUTS.append(table.stdout + table.stderr)
     assert table.returncode == 0, table.stdout[-3000:] + table.stderr[-3000:]
     assert f"at {gateway_url(sim)}/v1 (gateway)" in table.stdout, table.stdout
