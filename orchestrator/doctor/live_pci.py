@@ -27,6 +27,13 @@ def _device_id(chip: str) -> str | None:
 
 def check(host: str, facts: Facts) -> list[Finding]:
     exp, got = expect(facts), npu(facts)
+    if got.get("failed") or not got:
+        why = got.get("msg") or "no facts"
+        return [
+            Finding(
+                host, NAME, Status.fail, f"reading the NPU state failed: {why}", "read the message; rerun"
+            )
+        ]
     functions = [f for f in got.get("pci_functions") or [] if isinstance(f, dict)]
     want_id = _device_id(str(exp.get("chip") or ""))
     ours = [f for f in functions if want_id is None or str(f.get("device")) == want_id]

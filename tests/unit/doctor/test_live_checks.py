@@ -227,3 +227,9 @@ def test_exit_codes_and_json(served: dict[str, Any]) -> None:
         and doc["unreachable"] == {"a2-02": "ssh: connect refused"}
     )
     assert {"host", "check", "status", "seen", "fix"} == set(doc["findings"][0])
+
+
+def test_npu_info_failing_is_a_finding_not_a_missing_bus(served: dict[str, Any]) -> None:
+    facts = copy.deepcopy(served) | {"npu": {"failed": True, "msg": "root / is not a directory"}}
+    (f,) = _only(host_findings("a2-01", facts), "npu-pci")
+    assert (f.status, f.seen) == (Status.fail, "reading the NPU state failed: root / is not a directory")
