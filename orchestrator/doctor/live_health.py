@@ -1,6 +1,6 @@
 """Live check `npu-health`: every chip's Health in `npu-smi info` is OK, with the Error Code and Error
-Information lines of `npu-smi info -t health -i N` for one that is not (ascend-samples.md 4c: OK, Warning,
-Alarm, Critical)."""
+Information lines of `npu-smi info -t health -i N -c C` for one that is not (ascend-samples.md 4c: OK,
+Warning, Alarm, Critical)."""
 
 from __future__ import annotations
 
@@ -28,9 +28,13 @@ def health_detail(stdout: str) -> dict[str, str]:
     return out
 
 
-def _detail(facts: Facts, npu_id: Any) -> str:
+def _detail(facts: Facts, chip: dict[str, Any]) -> str:
     for row in facts.get("health") or []:
-        if isinstance(row, dict) and str((row.get("item") or {}).get("npu_id")) == str(npu_id):
+        item = row.get("item") if isinstance(row, dict) else None
+        if isinstance(item, dict) and (item.get("npu_id"), item.get("chip_id")) == (
+            chip.get("npu_id"),
+            chip.get("chip_id"),
+        ):
             d = health_detail(str(row.get("stdout") or ""))
             parts = [f"{k} {d[k]}" for k in ("Health Status", "Error Code", "Error Information") if d.get(k)]
             return "; ".join(parts)
@@ -46,10 +50,12 @@ def check(host: str, facts: Facts) -> list[Finding]:
         return [Finding(host, NAME, Status.ok, f"{len(chips)} chips OK")]
     out = []
     for c in bad:
-        detail = _detail(facts, c.get("npu_id"))
+        detail = _detail(facts, c)
         seen = f"NPU {c.get('npu_id')} chip {c.get('chip_id')}: health {c.get('health')}"
         out.append(Finding(host, NAME, Status.fail, seen + (f" ({detail})" if detail else ""), FIX))
     return out
 
 
-CHECK = LiveCheck(NAME, "each chip's Health in npu-smi info (OK) and npu-smi info -t health -i N", FIX, check)
+CHECK = LiveCheck(
+    NAME, "each chip's Health in npu-smi info (OK) and npu-smi info -t health -i N -c C", FIX, check
+)

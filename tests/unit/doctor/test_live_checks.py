@@ -158,7 +158,10 @@ def test_an_alarmed_chip_with_its_error_codes_from_the_reference(served: dict[st
     }
     facts = copy.deepcopy(served)
     facts["npu"]["chips"][0]["health"] = "Alarm"
-    facts["health"] = [{"item": {"npu_id": facts["npu"]["chips"][0]["npu_id"]}, "rc": 0, "stdout": text}]
+    chip = facts["npu"]["chips"][0]
+    facts["health"] = [
+        {"item": {"npu_id": chip["npu_id"], "chip_id": chip["chip_id"]}, "rc": 0, "stdout": text}
+    ]
     (f,) = _only(host_findings("a2-01", facts), "npu-health")
     assert (
         f.status is Status.fail
