@@ -5,7 +5,8 @@ line comes earliest wins, since the last traceback line of a vLLM-Ascend failure
 cause. Exit codes: 0 no known cause in any file (the first error code seen is printed), 3 a known cause was
 found in at least one file, 66 a FILE does not exist or cannot be read (nothing is diagnosed), 64 usage.
 
-`orchestrator doctor SITE` (checks on the site's hosts) is reserved for the live checks.
+`orchestrator doctor SITE [--host H ...]` runs the live checks on the site's NPU servers instead
+(orchestrator/cli/doctor_live.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli import exits
+from orchestrator.cli.doctor_live import run_live
 from orchestrator.cli.output import console
 from orchestrator.doctor.logscan import read_log, scan_lines
 from orchestrator.doctor.report import LogResult, print_results, results_json
@@ -42,7 +44,11 @@ def _stdin_lines() -> list[str]:
 def doctor_command(
     site: Annotated[
         str | None,
-        typer.Argument(help="Site to check on its hosts (live checks; not available yet: use --log)."),
+        typer.Argument(help="Site whose NPU servers to check live (read-only); without it, --log."),
+    ] = None,
+    hosts: Annotated[
+        list[str] | None,
+        typer.Option("--host", metavar="H", help="Only this NPU server (repeatable; default: all of them)."),
     ] = None,
     logs: Annotated[
         list[Path] | None,
@@ -58,26 +64,35 @@ def doctor_command(
         typer.Option("--format", help="table (people) or json (one object on stdout, nothing else)."),
     ] = DoctorFormat.table,
 ) -> None:
-    """Find the known cause of a failed vLLM-Ascend replica, with its fix, from its saved log.
+    """Find the known cause of a failed vLLM-Ascend replica, with its fix: live on the site's NPU servers
+    (SITE: NPUs on the PCI bus vs npu-smi, version.info files, driver/firmware versions and compatibility,
+    chip health, NPU-NIC links and peer pings, NPUs held by another container, serving logs) or from a
+    saved log (--log).
 
     The earliest distinctive CANN/HCCL/torch_npu line decides (not the last traceback line); generic
     wrapper lines (ERR00100, ERR99999, "EZ9999: Inner Error!", "See root cause above") are skipped. The
     rules and their sources: docs/troubleshooting.md.
 
-    Exit codes: 0 no known cause found, 3 a known cause found, 66 a FILE cannot be read, 64 usage.
+    Exit codes: 0 no known cause found / all checks ok, 3 a known cause or a failed check, 4 (SITE) a host
+    unreachable and nothing else wrong, 2 (SITE) invalid spec, 66 a FILE cannot be read, 64 usage.
     """
     err = console(stderr=True)
-    if site is not None:
+    if site is not None and logs:
         err.print(
-            f"live checks of a site's hosts (`orchestrator doctor {site}`) are not available yet. Fix: "
-            "diagnose a saved serving log instead: `orchestrator doctor --log FILE` (no SITE).",
+            "give either SITE (live checks of its hosts) or --log FILE (a saved log), not both. Fix: "
+            f"`orchestrator doctor {site}` or `orchestrator doctor --log FILE`.",
             markup=False,
         )
         raise typer.Exit(exits.USAGE)
+    if site is not None:
+        run_live(site, hosts or [], fmt is DoctorFormat.json)
+    if hosts:
+        err.print("--host needs a SITE. Fix: `orchestrator doctor SITE --host H`.", markup=False)
+        raise typer.Exit(exits.USAGE)
     if not logs:
         err.print(
-            "orchestrator doctor needs a log to read. Fix: pass --log FILE (a saved serving log, "
-            "repeatable), e.g. `orchestrator doctor --log r1.log`.",
+            "orchestrator doctor needs a SITE or a log to read. Fix: `orchestrator doctor SITE` checks its "
+            "hosts live; --log FILE diagnoses a saved serving log, e.g. `orchestrator doctor --log r1.log`.",
             markup=False,
         )
         raise typer.Exit(exits.USAGE)

@@ -247,11 +247,15 @@ def f_vllm(
     crash_after: Annotated[float | None, typer.Option(help="Exit this many seconds after healthy.")] = None,
     slow_ms: Annotated[int | None, typer.Option(help="Extra latency before the first token.")] = None,
     wrong_answers: Annotated[bool, typer.Option("--wrong-answers", help="Perturb answers.")] = False,
+    error_line: Annotated[
+        str | None,
+        typer.Option("--error-line", metavar="LINE", help="Print this log line (a known error) and exit 1."),
+    ] = None,
     port: Annotated[int | None, typer.Option(help="Only the vLLM server on this API port.")] = None,
     clear: ClearOpt = False,
     name: NameOpt = DEFAULT_NAME,
 ) -> None:
-    """Make the fake vLLM server misbehave (never healthy, crash, slow, wrong answers)."""
+    """Make the fake vLLM server misbehave (never healthy, crash, slow, wrong, dying with a line)."""
     settings: dict[str, Any] = {}
     if never_healthy:
         settings["never_healthy"] = True
@@ -261,6 +265,8 @@ def f_vllm(
         settings["slow_ms"] = slow_ms
     if wrong_answers:
         settings["wrong_answers"] = True
+    if error_line:
+        settings["error_line"] = error_line
     from orchestrator.sim import faults
 
     _fault(name, server, lambda s: faults.vllm(s, settings, port, clear))
@@ -274,9 +280,51 @@ def f_disk_full(server: ServerArg, clear: ClearOpt = False, name: NameOpt = DEFA
     _fault(name, server, lambda s: faults.disk_full(s, clear))
 
 
+@fault_app.command("driver-unloaded")
+def f_driver_unloaded(server: ServerArg, clear: ClearOpt = False, name: NameOpt = DEFAULT_NAME) -> None:
+    """NPU driver not loaded: the NPUs stay on the PCI bus, npu-smi fails (dcmi init)."""
+    from orchestrator.sim import faults_doctor
+
+    _fault(name, server, lambda s: faults_doctor.driver_unloaded(s, clear))
+
+
+@fault_app.command("version-info")
+def f_version_info(server: ServerArg, clear: ClearOpt = False, name: NameOpt = DEFAULT_NAME) -> None:
+    """The driver's version.info goes missing."""
+    from orchestrator.sim import faults_doctor
+
+    _fault(name, server, lambda s: faults_doctor.version_info(s, clear))
+
+
+@fault_app.command("firmware-version")
+def f_firmware_version(
+    server: ServerArg,
+    version: Annotated[str | None, typer.Option("--version", metavar="V", help="Version to report.")] = None,
+    clear: ClearOpt = False,
+    name: NameOpt = DEFAULT_NAME,
+) -> None:
+    """The installed firmware reports another version than the spec's."""
+    from orchestrator.sim import faults_doctor
+
+    _fault(name, server, lambda s: faults_doctor.firmware_version(s, version, clear))
+
+
+@fault_app.command("npu-held")
+def f_npu_held(
+    server: ServerArg,
+    device: Annotated[int, typer.Option("--device", metavar="N", help="/dev/davinciN to hold.")] = 0,
+    clear: ClearOpt = False,
+    name: NameOpt = DEFAULT_NAME,
+) -> None:
+    """A container that is not a replica is given /dev/davinciN (replicas then fail with dcmi -8005)."""
+    from orchestrator.sim import faults_doctor
+
+    _fault(name, server, lambda s: faults_doctor.npu_held(s, device, clear))
+
+
 @fault_app.command("clear")
 def f_clear(server: ServerArg, name: NameOpt = DEFAULT_NAME) -> None:
-    """Clear every fault of a server (reachable, healthy, links up, room on /data)."""
-    from orchestrator.sim import faults
+    """Clear every fault of a server (reachable, healthy, links up, room on /data, driver and files back)."""
+    from orchestrator.sim import faults_doctor
 
-    _fault(name, server, faults.clear_all)
+    _fault(name, server, faults_doctor.clear_everything)

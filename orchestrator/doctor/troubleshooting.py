@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from orchestrator.doctor.live_checks import CHECKS
 from orchestrator.doctor.rule import Rule
 from orchestrator.doctor.rules import RULES, log_rules
 
@@ -50,6 +51,27 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+_LIVE_INTRO = """\
+## Live checks of a site's servers
+
+    orchestrator doctor SITE [--host H ...] [--format table|json]
+
+validates the spec (exit 2 when invalid), renders its inventory and runs the read-only
+`playbooks/doctor.yml` on the NPU servers: one run gathers every fact (the NPU PCI functions from sysfs,
+the version.info files, npu-smi, the NPU NICs through hccn_tool, the containers given NPU device nodes,
+the last 200 lines of each serving container's log). Checks in `orchestrator/doctor/live_*.py` turn the
+facts into findings `{host, check, status ok|warn|fail, seen, fix}`. Exit codes: 0 all ok, 3 a finding,
+4 a server unreachable (and nothing else wrong), 2 invalid spec, 64 usage, 66 no such site, 75 another
+run holds the site's lock.
+"""
+
+
+def _live() -> list[str]:
+    lines = [_LIVE_INTRO.rstrip("\n"), "", "| check | what it looks at | the fix it names |", "|---|---|---|"]
+    lines += [f"| `{c.name}` | {_cell(c.looks_at)} | {_cell(_sentence(c.fix))} |" for c in CHECKS]
+    return [*lines, ""]
+
+
 def _index() -> list[str]:
     lines = [
         "## Index",
@@ -93,7 +115,7 @@ def _rule(r: Rule) -> list[str]:
 
 def troubleshooting_reference() -> str:
     """The whole guide (Markdown), deterministic for a given rule set."""
-    lines = [_INTRO.rstrip("\n"), "", *_index(), "## Rules", ""]
+    lines = [_INTRO.rstrip("\n"), "", *_live(), *_index(), "## Rules", ""]
     for r in RULES:
         lines += _rule(r)
     return "\n".join(lines).rstrip("\n") + "\n"

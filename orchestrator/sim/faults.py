@@ -203,7 +203,8 @@ def vllm(srv: Server, settings: dict[str, Any], port: int | None, clear: bool) -
         return f"{srv.info.name}: vLLM faults cleared"
     if not settings:
         raise SimError(
-            "No vLLM fault given. Fix: add --never-healthy, --crash-after S, --slow-ms MS or --wrong-answers."
+            "No vLLM fault given. Fix: add --never-healthy, --crash-after S, --slow-ms MS, --wrong-answers "
+            "or --error-line LINE."
         )
     data = srv.read_json(VLLM_FAULTS)
     if port is None:

@@ -13,6 +13,8 @@ directory is bind-mounted into the container, else ``/usr/local/dcmi/ascend-sim-
       "wrong_answers": false,     # perturb generated text and logprobs (an accuracy gate must fail)
       "logprob_shift": 0.0,       # same text, every logprob moved by this relative amount (0.05: 5 %
                                   #   more negative): a numerics regression only logprobs show
+      "error_line": null,         # print this log line (a verbatim CANN/HCCL error of a public report,
+                                  #   tests/data/doctor/verbatim-lines.yaml) to stderr and exit 1
       "ports": {"8000": {"slow_ms": 500}}   # overrides for the server whose API port is 8000
     }
 
@@ -31,7 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-KEYS = ("never_healthy", "crash_after_s", "slow_ms", "wrong_answers", "logprob_shift")
+KEYS = ("never_healthy", "crash_after_s", "slow_ms", "wrong_answers", "logprob_shift", "error_line")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class Faults:
     slow_ms: int = 0
     wrong_answers: bool = False
     logprob_shift: float = 0.0
+    error_line: str | None = None
 
 
 def _truthy(value: str | None) -> bool:
@@ -75,6 +78,9 @@ def _apply(base: Faults, data: dict[str, Any]) -> Faults:
     if "logprob_shift" in data:
         value = data["logprob_shift"]
         out = replace(out, logprob_shift=float(value) if isinstance(value, int | float) else 0.0)
+    if "error_line" in data:
+        value = data["error_line"]
+        out = replace(out, error_line=str(value) if isinstance(value, str) and value else None)
     return out
 
 

@@ -250,6 +250,10 @@ class Server:
             if time.monotonic() - last_poll >= poll:
                 self.faults.reload()
                 last_poll = time.monotonic()
+            line = self.faults.current.error_line
+            if line is not None:  # fault error_line: the replica dies printing a known error (doctor)
+                print(line, file=sys.stderr, flush=True)
+                return 1
             deadline = self.faults.crash_deadline(healthy_since())
             if deadline is not None and time.monotonic() >= deadline:
                 vlog.error("core.py:935", "EngineCore encountered a fatal error.")

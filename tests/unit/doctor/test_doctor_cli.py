@@ -90,11 +90,21 @@ def test_missing_file_exits_66_with_a_fix(tmp_path: Path) -> None:
 
 def test_usage_errors_exit_64() -> None:
     none = run_cli("doctor")
-    assert none.returncode == 64 and "Fix: pass --log FILE" in none.stderr
-    site = run_cli("doctor", "a2-single-distill")
-    assert site.returncode == 64 and "orchestrator doctor --log FILE" in site.stderr
+    assert none.returncode == 64 and "--log FILE diagnoses a saved serving log" in none.stderr
+    both = run_cli("doctor", "a2-single-distill", "--log", F2)
+    assert both.returncode == 64 and "not both" in both.stderr
+    host = run_cli("doctor", "--host", "a2-01", "--log", F2)
+    assert host.returncode == 64 and "--host needs a SITE" in host.stderr
+    unknown = run_cli("doctor", "a2-single-distill", "--host", "nosuch")
+    assert unknown.returncode == 64 and "nosuch is not an NPU server of this site" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
     bad = run_cli("doctor", "--log", F2, "--format", "xml")
     assert bad.returncode == 64 and "Traceback" not in bad.stderr
+
+
+def test_live_checks_of_an_invalid_spec_exit_2_before_any_host_is_touched() -> None:
+    out = run_cli("doctor", str(ROOT / "tests/data/invalid/03-unknown-top-level-key.yaml"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
 
 
 def test_help_documents_the_exit_codes() -> None:
@@ -102,7 +112,8 @@ def test_help_documents_the_exit_codes() -> None:
     assert out.returncode == 0
     text = " ".join(out.stdout.split())
     assert (
-        "Exit codes: 0 no known cause found, 3 a known cause found, 66 a FILE cannot be read, 64 usage."
+        "Exit codes: 0 no known cause found / all checks ok, 3 a known cause or a failed check, 4 (SITE) a "
+        "host unreachable and nothing else wrong, 2 (SITE) invalid spec, 66 a FILE cannot be read, 64 usage."
         in text
     )
 

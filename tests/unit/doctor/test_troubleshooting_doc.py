@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator.doctor.live_checks import CHECKS
 from orchestrator.doctor.rules import RULES
 from orchestrator.doctor.troubleshooting import troubleshooting_reference
 from tests.helpers import ROOT, run_cli
@@ -35,3 +36,11 @@ def test_guide_lists_every_rule_with_its_sources() -> None:
             assert f"- <{source}>" in text, (r.id, source)
         if r.patterns:
             assert f"```text\n{r.example}\n```" in text, r.id
+
+
+def test_guide_lists_every_live_check_with_its_fix() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    assert "orchestrator doctor SITE [--host H ...]" in text
+    for c in CHECKS:
+        row = [line for line in text.splitlines() if line.startswith(f"| `{c.name}` |")]
+        assert len(row) == 1 and c.fix[1:] in row[0], c.name

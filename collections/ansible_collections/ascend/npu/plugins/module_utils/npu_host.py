@@ -43,7 +43,30 @@ def version_file(root: str, kind: str) -> dict[str, Any]:
         "version": info.get("Version"),
         "info": info,
         "path": path,
+        "present": os.path.lexists(under(root, path)),  # present but text None: unreadable
+        "readable": text is not None,
     }
+
+
+PCI_DEVICES = "/sys/bus/pci/devices"
+HUAWEI_VENDOR = "0x19e5"  # PCI vendor id of Huawei (the NPUs' sysfs `vendor`; ascend-samples.md lspci 19e5)
+
+
+def pci_functions(root: str) -> list[dict[str, str]]:
+    """The Huawei PCI functions the kernel sees (sysfs vendor 0x19e5): address and device id (0xd802...),
+    whether or not the NPU driver is loaded (PCI enumeration does not need it)."""
+    base = under(root, PCI_DEVICES)
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        vendor = (read_text(root, f"{PCI_DEVICES}/{name}/vendor") or "").strip().lower()
+        if vendor == HUAWEI_VENDOR:
+            device = (read_text(root, f"{PCI_DEVICES}/{name}/device") or "").strip().lower()
+            out.append({"address": name, "device": device})
+    return out
 
 
 def find_npu_smi(root: str) -> dict[str, Any]:

@@ -44,7 +44,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 driver:
-  description: The installed driver (version.info); installed false when there is none.
+  description: The installed driver (version.info); installed false when there is none; present and
+    readable say whether the file exists and could be read.
   returned: always
   type: dict
   sample: {"installed": true, "version": "25.5.1", "info": {"compatible_version_fw": "[7.0.0,8.9.9]"}}
@@ -56,6 +57,15 @@ install_info:
   description: /etc/ascend_install.info as a dict.
   returned: always
   type: dict
+install_info_file:
+  description: path, present and readable of /etc/ascend_install.info.
+  returned: always
+  type: dict
+pci_functions:
+  description: Huawei PCI functions in /sys/bus/pci/devices (vendor 0x19e5) - address and device id - seen
+    with or without the NPU driver.
+  returned: always
+  type: list
 compatibility:
   description: The pair in both directions from the version.info files (ok, driver_accepts_firmware,
     firmware_accepts_driver, problems).
@@ -137,6 +147,12 @@ def gather(module: AnsibleModule) -> dict[str, Any]:
         "driver": driver,
         "firmware": firmware,
         "install_info": version_info.parse_kv(install_text) if install_text is not None else {},
+        "install_info_file": {
+            "path": version_info.INSTALL_INFO,
+            "present": os.path.lexists(npu_host.under(root, version_info.INSTALL_INFO)),
+            "readable": install_text is not None,
+        },
+        "pci_functions": npu_host.pci_functions(root),
         "compatibility": version_info.pair_check(
             driver["info"],
             firmware["info"],
