@@ -82,15 +82,6 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
             "add 'monitoring' to the roles of a server",
             "monitoring",
         )
-    if spec.monitoring.enabled and spec.monitoring.npu_exporter is None and hosts_with_role(spec, "npu"):
-        yield warning(
-            ("monitoring", "npu_exporter"),
-            "monitoring is enabled but names no npu-exporter package: the NPU servers get node_exporter "
-            "only, and no NPU health, HBM or link metric reaches Prometheus",
-            "set monitoring.npu_exporter to MindCluster's Ascend-mindxdl-npu-exporter_<ver>_linux-<arch>.zip "
-            "(path or url, with its sha256)",
-            "monitoring",
-        )
     problem = cron_problem(spec.drift.schedule)
     if problem:
         yield error(("drift", "schedule"), problem, "e.g. '0 */6 * * *' (every 6 hours)", "drift")

@@ -11,37 +11,9 @@ from orchestrator.validation.ops_rules import cron_problem
 from tests.helpers import validate_data
 from tests.spec_text import Described, described
 
-# A package of MindCluster's release naming; only its shape matters to validation.
-NPU_EXPORTER = {
-    "version": "7.1.0",
-    "url": "https://gitcode.com/ascend/mind-cluster/releases/download/v7.1.0/"
-    "Ascend-mindxdl-npu-exporter_7.1.0_linux-aarch64.zip",
-    "sha256": "0" * 64,
-}
-
 
 def _findings(data: dict[str, Any]) -> list[Described]:
-    """The findings of data with an npu-exporter package named (its absence is a warning of its own)."""
-    if isinstance(data.get("monitoring"), dict) or "monitoring" not in data:
-        data.setdefault("monitoring", {}).setdefault("npu_exporter", NPU_EXPORTER)
     return [described(f) for f in validate_data(data).findings]
-
-
-def test_monitoring_without_an_npu_exporter_package_is_a_warning(single: dict[str, Any]) -> None:
-    assert [described(f) for f in validate_data(single).findings] == [
-        (
-            "monitoring.npu_exporter",
-            "monitoring is enabled but names no npu-exporter package: the NPU servers get node_exporter "
-            "only, "
-            "and no NPU health, HBM or link metric reaches Prometheus",
-            "set monitoring.npu_exporter to MindCluster's Ascend-mindxdl-npu-exporter_<ver>_linux-<arch>.zip "
-            "(path or url, with its sha256)",
-            "monitoring",
-            [],
-        )
-    ]
-    single["monitoring"] = {"enabled": False}
-    assert not validate_data(single).findings
 
 
 def _bad_field(text: str, name: str, low: int, high: int) -> str:
