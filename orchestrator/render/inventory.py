@@ -140,6 +140,9 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
             "rollout_max_error_rate": spec.rollout.gates.max_error_rate,
             "rollout_replicas": [_replica_summary(r) for r in plan.replicas],
             **monitoring_vars(spec, plan),
+            "monitoring_npu_exporter_package": (
+                _package(spec.monitoring.npu_exporter) if spec.monitoring.npu_exporter else None
+            ),
             "drift_enabled": spec.drift.enabled,
             "drift_schedule": spec.drift.schedule,
             "drift_fail_on_drift": spec.drift.fail_on_drift,

@@ -3,7 +3,8 @@
 `monitoring_scrape_jobs` is the whole target list, one entry per scrape job, which
 roles/prometheus/templates/prometheus.yml.j2 writes as it is (docs/monitoring.md):
 
-- npu-exporter: every NPU server at its management address and monitoring.npu_exporter_port, with
+- npu-exporter: every NPU server at its management address and monitoring.npu_exporter_port (none when
+  the spec names no monitoring.npu_exporter package), with
   `honor_timestamps: false` - npu-exporter stamps every sample with the time its metric group was collected
   (up to 60 s old for HBM and network, a day for node_base_info), which Prometheus would store late, reject
   as out of bounds or keep without staleness markers (MindCluster collector/metrics/common_utils.go);
@@ -62,7 +63,7 @@ def scrape_jobs(spec: SiteSpec, plan: SitePlan) -> list[dict[str, Any]]:
     return [
         _job(
             JOB_NPU_EXPORTER,
-            [_target(address[h], mon.npu_exporter_port, h) for h in npu],
+            [_target(address[h], mon.npu_exporter_port, h) for h in npu] if mon.npu_exporter else [],
             honor_timestamps=False,
         ),
         _job(
@@ -101,5 +102,6 @@ def monitoring_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "monitoring_scrape_interval_s": mon.scrape_interval_s,
         "monitoring_scrape_timeout_s": min(DEFAULT_SCRAPE_TIMEOUT_S, mon.scrape_interval_s),
         "monitoring_retention_days": mon.retention_days,
+        "monitoring_grafana_enabled": mon.enabled and mon.grafana.enabled,
         "monitoring_scrape_jobs": scrape_jobs(spec, plan) if mon.enabled else [],
     }

@@ -164,7 +164,10 @@ def _create_server(cli: Any, root: Path, state: ClusterState, server: SimServer)
         name=container_name(state.name, server.name),
         hostname=server.name,
         network_mode="host",
-        cap_add=["SYS_ADMIN", "NET_ADMIN"],
+        # SYS_PTRACE: root reads /proc/<pid>/exe of every process, as on a real server; Debian's init scripts
+        # find a daemon that runs as its own user (prometheus, prometheus-node-exporter) with
+        # `start-stop-daemon --exec`, which without it neither stops nor sees the running daemon.
+        cap_add=["SYS_ADMIN", "NET_ADMIN", "SYS_PTRACE"],
         security_opt=["seccomp=unconfined", "apparmor=unconfined"],
         devices=["/dev/fuse:/dev/fuse:rwm"],  # the emulated kernel interfaces (ascend_kernel)
         volumes={

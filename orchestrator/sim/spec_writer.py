@@ -18,6 +18,8 @@ from orchestrator.render import render_texts
 from orchestrator.render.writer import write_atomic
 from orchestrator.sim.engine import SimError
 from orchestrator.sim.images import base_tag
+from orchestrator.sim.npu_exporter_package import build_npu_exporter_package
+from orchestrator.sim.spec_monitoring import monitoring_section
 from orchestrator.sim.state import ClusterState, SimServer, write_if_changed
 from orchestrator.spec.findings import format_finding
 from orchestrator.validation import ValidationResult, validate_text
@@ -309,7 +311,12 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
         "image:  # the fake vLLM image, built and shipped by the image phase like the real one",
         f"  context: {image_context_dir(cdir).resolve()}",
     ]
-    lines += ["rollout:", "  canary: 1", "  batch_size: 1"]
+    lines += [
+        "rollout:",
+        "  canary: 1",
+        "  batch_size: 1",
+        *monitoring_section(state, pkgs.get("npu_exporter")),
+    ]
     if state.gateway:
         lines += [
             "gateway:",
@@ -394,6 +401,8 @@ def write_site(
     """Packages, checkpoint and site.yaml (validated before it is written); returns (what changed, the CANN
     base images the plan builds the serving image FROM)."""
     changes, pkgs = _packages(cdir, PROFILES[state.profile])
+    if state.monitoring:
+        pkgs["npu_exporter"] = build_npu_exporter_package(cdir / "packages", arch=ARCH)
     more, model_dir = _checkpoint(cdir)
     changes += more + _image_context(cdir)
     if state.layout == "mixed" and not api_key_file(cdir).is_file():

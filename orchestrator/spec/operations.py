@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from orchestrator.spec.common import SecretRef, SpecModel
+from orchestrator.spec.software import PackageSource
 
 MAX_REPLICAS = 1_000_000
 
@@ -85,6 +86,14 @@ class Rollout(SpecModel):
     gates: Gates = Field(default_factory=Gates)
 
 
+class Grafana(SpecModel):
+    enabled: bool = Field(
+        False,
+        description="Provision the Prometheus data source and the Ascend dashboards into a Grafana on the "
+        "monitoring host (Grafana itself is installed by the operator: docs/monitoring.md).",
+    )
+
+
 class Monitoring(SpecModel):
     enabled: bool = True
     host: str | None = Field(None, description="Server with role 'monitoring' (default: first such server).")
@@ -93,6 +102,12 @@ class Monitoring(SpecModel):
     npu_exporter_port: int = Field(8082, ge=1, le=65535)
     scrape_interval_s: int = Field(15, ge=1, le=86400)
     retention_days: int = Field(15, ge=1, le=36500)
+    npu_exporter: PackageSource | None = Field(
+        None,
+        description="MindCluster's npu-exporter zip (Ascend-mindxdl-npu-exporter_<ver>_linux-<arch>.zip), "
+        "installed in binary mode on every NPU server; unset: no npu-exporter (its job has no target).",
+    )
+    grafana: Grafana = Field(default_factory=Grafana)
 
 
 class DriftOutput(SpecModel):

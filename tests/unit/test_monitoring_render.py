@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from orchestrator.render.inventory import inventory_files
 from orchestrator.render.monitoring_vars import JOBS, monitoring_vars
 from tests.helpers import load_example, validate_data
 
@@ -42,7 +43,11 @@ def test_without_a_gateway_the_router_job_has_no_target() -> None:
 
 def test_ports_come_from_the_spec() -> None:
     data = load_example("a2-fleet-gateway")
-    data["monitoring"] = {"npu_exporter_port": 18082, "node_exporter_port": 19100}
+    data["monitoring"] = {
+        "npu_exporter_port": 18082,
+        "node_exporter_port": 19100,
+        "npu_exporter": {"version": "7.1.0", "path": "/srv/npu-exporter.zip", "sha256": "0" * 64},
+    }
     data["gateway"]["prometheus_port"] = 29100
     jobs = {j["name"]: j["targets"] for j in _vars(data)["monitoring_scrape_jobs"]}
     assert jobs["npu-exporter"][0] == {"address": "10.50.0.11:18082", "labels": {"host": "a2-01"}}
@@ -50,3 +55,29 @@ def test_ports_come_from_the_spec() -> None:
         "10.50.0.11:19100", "10.50.0.12:19100", "10.50.0.13:19100", "10.50.0.14:19100", "10.50.0.5:19100"
     }  # fmt: skip
     assert jobs["vllm-router"] == [{"address": "10.50.0.5:29100", "labels": {"host": "edge-01"}}]
+
+
+def test_without_an_npu_exporter_package_its_job_has_no_target() -> None:
+    data = load_example("a2-fleet-gateway")
+    jobs = {j["name"]: j["targets"] for j in _vars(data)["monitoring_scrape_jobs"]}
+    assert jobs["npu-exporter"] == [] and len(jobs["node"]) == 5
+    result = validate_data(data)
+    assert result.spec is not None and result.plan is not None
+    assert (
+        inventory_files(result.spec, result.plan, "0" * 64)["group_vars/all.yml"][
+            "monitoring_npu_exporter_package"
+        ]
+        is None
+    )
+    data["monitoring"] = {"npu_exporter": {"version": "7.1.0", "path": "/srv/x.zip", "sha256": "a" * 64}}
+    result = validate_data(data)
+    assert result.spec is not None and result.plan is not None
+    assert inventory_files(result.spec, result.plan, "0" * 64)["group_vars/all.yml"][
+        "monitoring_npu_exporter_package"
+    ] == {
+        "version": "7.1.0",
+        "source": "controller",
+        "location": "/srv/x.zip",
+        "filename": "x.zip",
+        "sha256": "a" * 64,
+    }

@@ -59,9 +59,10 @@ def test_the_targets_are_the_sites_servers(tmp_path: Path, site: str) -> None:
 
     assert config["global"]["scrape_interval"] == f"{mon.scrape_interval_s}s"
     assert {sc["job_name"] for sc in config["scrape_configs"]} <= set(JOBS)
-    assert _targets(config, "npu-exporter") == {
-        f"{addr[h]}:{mon.npu_exporter_port}": {"host": h} for h in npu
-    }
+    # npu-exporter only where the spec names its package (monitoring.npu_exporter; the examples do not)
+    assert _targets(config, "npu-exporter") == (
+        {f"{addr[h]}:{mon.npu_exporter_port}": {"host": h} for h in npu} if mon.npu_exporter else {}
+    )
     assert _targets(config, "node") == {
         f"{addr[h]}:{mon.node_exporter_port}": {"host": h} for h in phase.hosts
     }
@@ -75,14 +76,28 @@ def test_the_targets_are_the_sites_servers(tmp_path: Path, site: str) -> None:
     else:
         assert router == {}
     jobs = {sc["job_name"]: sc for sc in config["scrape_configs"]}
-    assert jobs["npu-exporter"]["honor_timestamps"] is False  # npu-exporter stamps samples with collect times
+    if "npu-exporter" in jobs:
+        assert (
+            jobs["npu-exporter"]["honor_timestamps"] is False
+        )  # npu-exporter stamps samples with collect times
     assert jobs["node"]["honor_labels"] is True  # the drift textfile's host label is the checked server
 
 
 def test_the_fleet_example_scrapes_every_kind_of_target(tmp_path: Path) -> None:
-    """a2-fleet-gateway has a gateway and a monitoring host: every job is in its config."""
+    """a2-fleet-gateway has a gateway and a monitoring host: every job is in its config (npu-exporter once
+    the spec names its package)."""
     config = yaml.safe_load(write_config(tmp_path, site_vars("a2-fleet-gateway")).read_text())
+    assert [sc["job_name"] for sc in config["scrape_configs"]] == [j for j in JOBS if j != "npu-exporter"]
+    variables = site_vars("a2-fleet-gateway")
+    npu_job = {
+        **variables["monitoring_scrape_jobs"][0],
+        "targets": [{"address": "10.50.0.11:8082", "labels": {"host": "a2-01"}}],
+    }
+    variables["monitoring_scrape_jobs"] = [npu_job, *variables["monitoring_scrape_jobs"][1:]]
+    (tmp_path / "with-package").mkdir()
+    config = yaml.safe_load(write_config(tmp_path / "with-package", variables).read_text())
     assert [sc["job_name"] for sc in config["scrape_configs"]] == list(JOBS)
+    assert config["scrape_configs"][0]["honor_timestamps"] is False
     assert _targets(config, "vllm-router") == {"10.50.0.5:29000": {"host": "edge-01"}}
     assert _targets(config, "prometheus") == {"10.50.0.5:9090": {"host": "edge-01"}}
 

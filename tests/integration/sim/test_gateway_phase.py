@@ -1,7 +1,7 @@
-"""The gateway phase on one simulated cluster (`sim up --layout mixed --gateway`): 3 NPU servers with 3
-replicas (one spanning a2-01 + a2-02, two on a2-03), an API key, and gw-01 running vllm-router 0.1.17 (the
-PyPI wheel, built into an image on gw-01 FROM the simulator's base). One `orchestrator apply` of every phase
-from bare servers, then:
+"""The gateway and monitoring phases on one simulated cluster (`sim up --layout mixed --gateway
+--monitoring`): 3 NPU servers with 3 replicas (one spanning a2-01 + a2-02, two on a2-03), an API key, gw-01
+running vllm-router 0.1.17 (the PyPI wheel, built into an image on gw-01 FROM the simulator's base) and
+mon-01 running Prometheus. One `orchestrator apply` of every phase from bare servers, then:
 
 - the official `openai` client through the gateway gets completions and chat completions, streamed and not,
   with the replicas' key (401 from the replica without it: the router passes Authorization through);
@@ -12,7 +12,11 @@ from bare servers, then:
 - 10 s of load through the gateway (load.py): no failed request, every head routable the whole time;
 - another policy in the spec replaces the router container and the heads are added to the new one;
 - a serving change rolls through the running router, canary first and one replica at a time, while clients
-  send requests through it the whole time: no request fails, never fewer than 2 of 3 workers routable."""
+  send requests through it the whole time: no request fails, never fewer than 2 of 3 workers routable;
+- Prometheus on mon-01 scrapes every target of every job (npu-exporter, node, vllm, vllm-router,
+  prometheus) and holds one npu_chip_info_health_status series per simulated chip; a chip made unhealthy
+  with `sim fault npu-unhealthy` reads 0 there; a second apply of the monitoring phase and check mode
+  change nothing."""
 
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ from tests.integration.sim.sim_helpers import BIN, Sim, ansible_playbook, module
 
 pytestmark = pytest.mark.integration
 
-PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serve", "gateway")
+PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serve", "gateway", "monitoring")
 MODEL = "sim-deepseek"
 GW = "gw-01"
 OUTPUTS: list[str] = []
@@ -44,7 +48,9 @@ OUTPUTS: list[str] = []
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "it-gw-", "--nodes", "3", "--layout", "mixed", "--gateway")
+    yield from module_cluster(
+        tmp_path_factory, "it-gw-", "--nodes", "3", "--layout", "mixed", "--gateway", "--monitoring"
+    )
 
 
 def apply_json(sim: Sim, *args: str) -> dict[str, Any]:
@@ -173,6 +179,84 @@ def test_a_second_apply_and_check_mode_change_nothing(sim: Sim, applied: dict[st
     assert router_started_at(sim) == applied["started"]
     changed, out = plain_gateway_check(sim)
     assert changed == 0, out[-3000:]
+
+
+NPU_SERVERS = ("a2-01", "a2-02", "a2-03")
+MON = "mon-01"
+
+
+def prometheus(sim: Sim, path: str, **params: str) -> Any:
+    url = f"{group_vars(sim)['monitoring_prometheus_url']}{path}?{urllib.parse.urlencode(params)}"
+    with urllib.request.urlopen(url, timeout=10) as resp:
+        body = json.loads(resp.read())
+    assert body["status"] == "success", body
+    return body["data"]
+
+
+def target_health(sim: Sim) -> dict[str, dict[str, str]]:
+    """{job: {host label: health}} of Prometheus's active targets (a job with 2 targets on one host, like
+    a2-03's two replicas, shows that host's worst)."""
+    out: dict[str, dict[str, str]] = {}
+    for t in prometheus(sim, "/api/v1/targets", state="active")["activeTargets"]:
+        hosts = out.setdefault(t["labels"]["job"], {})
+        if hosts.get(t["labels"]["host"]) in (None, "up"):
+            hosts[t["labels"]["host"]] = t["health"]
+    return out
+
+
+def chip_health(sim: Sim) -> dict[tuple[str, str], str]:
+    result = prometheus(sim, "/api/v1/query", query="npu_chip_info_health_status")["result"]
+    return {(r["metric"]["host"], r["metric"]["id"]): r["value"][1] for r in result}
+
+
+def eventually(probe: Any, want: Any, timeout_s: float) -> Any:
+    """probe() until it returns want (Prometheus scrapes every 5 s in the sim spec) or timeout_s passes."""
+    deadline = time.monotonic() + timeout_s
+    got = probe()
+    while got != want and time.monotonic() < deadline:
+        time.sleep(1)
+        got = probe()
+    return got
+
+
+def test_prometheus_scrapes_every_target_and_sees_an_unhealthy_npu(sim: Sim, applied: dict[str, Any]) -> None:
+    # Expected targets from the cluster's layout (docs/monitoring.md), not from the rendered scrape jobs.
+    up = dict.fromkeys(NPU_SERVERS, "up")
+    want = {
+        "npu-exporter": up,
+        "node": {**up, MON: "up"},
+        "vllm": {"a2-01": "up", "a2-03": "up"},  # heads: mn on a2-01, two replicas on a2-03
+        "vllm-router": {GW: "up"},
+        "prometheus": {MON: "up"},
+    }
+    assert eventually(lambda: target_health(sim), want, 30) == want
+    # one series per chip: the /dev/davinciN nodes of each server
+    chips = set()
+    for host in NPU_SERVERS:
+        rc, text = sh(sim, host, "ls /dev")
+        assert rc == 0, text
+        chips |= {(host, name.removeprefix("davinci")) for name in text.split() if name[7:].isdigit()}
+    assert len(chips) == 24 and chip_health(sim) == dict.fromkeys(chips, "1")
+    sim.sim("fault", "npu-unhealthy", "a2-02", "3")
+    try:
+        sick = {**dict.fromkeys(chips, "1"), ("a2-02", "3"): "0"}
+        assert eventually(lambda: chip_health(sim), sick, 20) == sick
+    finally:
+        sim.sim("fault", "npu-unhealthy", "a2-02", "3", "--clear")
+    assert eventually(lambda: chip_health(sim), dict.fromkeys(chips, "1"), 20) == dict.fromkeys(chips, "1")
+
+
+def test_a_second_monitoring_apply_and_check_mode_change_nothing(sim: Sim, applied: dict[str, Any]) -> None:
+    out = apply_json(sim, "--phases", "monitoring")
+    (phase,) = [p for p in out["phases"] if p["name"] == "monitoring"]
+    assert sorted(phase["hosts"]) == sorted([*NPU_SERVERS, MON]), phase
+    assert all(c["changed"] == 0 for c in phase["hosts"].values()), phase
+    proc = ansible_playbook(
+        sim.root, f"inventories/{sim.name}/hosts.yml", "monitoring.yml", "--check", "--diff", timeout=600
+    )
+    OUTPUTS.append(proc.stdout + proc.stderr)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert {h: c["changed"] for h, c in recap(proc.stdout).items()} == dict.fromkeys([*NPU_SERVERS, MON], 0)
 
 
 def test_a_worker_removed_by_hand_is_reported_then_added_back(sim: Sim, applied: dict[str, Any]) -> None:

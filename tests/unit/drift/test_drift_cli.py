@@ -59,7 +59,6 @@ def test_invalid_spec_exits_2_runs_nothing_and_leaves_the_exit_code(tmp_path: Pa
 def test_usage_errors_exit_64(tmp_path: Path) -> None:
     root = copy_site(tmp_path)
     cases = {
-        ("--phases", "monitoring"): "phase monitoring is not implemented yet",
         ("--limit", "nope"): "'nope' is neither a host nor a group of this site",
         ("--textfile", str(tmp_path / "drift.txt")): "node_exporter's textfile collector reads only *.prom",
         ("--format", "yaml"): "yaml",

@@ -25,11 +25,7 @@ def copy_site(tmp_path: Path, name: str = SITE) -> Path:
 def test_phase_selection_errors_are_usage_errors(tmp_path: Path) -> None:
     root = copy_site(tmp_path)
     cases = {
-        ("--phases", "monitoring"): "phase monitoring is not implemented yet (issue 12 brings "
-        "playbooks/monitoring.yml); phases that run today: preflight, drivers, host, network, image, "
-        "weights, serve, gateway",
         ("--phases", "bogus"): "no phase 'bogus'; the phases are preflight, drivers, host, network, image",
-        ("--from-phase", "monitoring"): "phase monitoring is not implemented yet (issue 12",
         ("--phases", "host", "--from-phase", "host"): "use either --phases or --from-phase, not both",
         ("--phases", ","): "name at least one phase",
         ("--limit", "nope"): "'nope' is neither a host nor a group of this site; hosts: a2-01, a2-02, a2-03, "

@@ -13,7 +13,6 @@ from tests.unit.runner.test_apply_cli import SITE, copy_site
 def test_phase_and_limit_errors_are_usage_errors(tmp_path: Path) -> None:
     root = copy_site(tmp_path)
     cases = {
-        ("--phases", "monitoring"): "phase monitoring is not implemented yet (issue 12 brings",
         ("--phases", "bogus"): "no phase 'bogus'; the phases are preflight, drivers, host, network, image",
         ("--phases", "host", "--from-phase", "host"): "use either --phases or --from-phase, not both",
         ("--limit", "nope"): "'nope' is neither a host nor a group of this site",
