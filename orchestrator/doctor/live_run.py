@@ -4,16 +4,13 @@ data dir of its own that is removed afterwards (like `orchestrator status`, orch
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.runner.cancel import Cancel
-from orchestrator.runner.events import PhaseTracker
-from orchestrator.runner.job import JobSpec, run_job
 from orchestrator.runner.project import Content
+from orchestrator.runner.read_job import run_read_job
 
 PLAYBOOK = "doctor"
 STAT = "orchestrator_doctor_facts"
@@ -36,25 +33,7 @@ def parse(stats: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
 
 def gather(content: Content, inventory_dir: Path, facts_dir: Path, hosts: Sequence[str]) -> Gathered:
     """Run playbooks/doctor.yml on `hosts` (NPU servers) and collect what it read."""
-    found: dict[str, Any] = {}
-
-    def on_event(tracker: PhaseTracker, event: Mapping[str, Any]) -> None:
-        if event.get("event") == "playbook_on_stats":
-            data = (event.get("event_data") or {}).get("artifact_data")
-            if isinstance(data, Mapping):
-                found.update(data)
-
-    with tempfile.TemporaryDirectory(prefix="orchestrator-doctor-") as tmp:
-        job = JobSpec(
-            phase=PLAYBOOK,
-            issue=12,
-            content=content,
-            inventory_dir=inventory_dir,
-            facts_dir=facts_dir,
-            private_dir=Path(tmp) / "job",
-            limit=tuple(hosts),
-        )
-        result = run_job(job, on_event=on_event, cancel=Cancel())
+    found, result = run_read_job(PLAYBOOK, 12, content, inventory_dir, facts_dir, hosts)
     out = Gathered(facts=parse(found))
     for f in result.failures:
         if f.host not in out.facts or f.unreachable:

@@ -10,16 +10,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orchestrator.runner.cancel import Cancel
-from orchestrator.runner.events import PhaseTracker
-from orchestrator.runner.job import JobSpec, run_job
 from orchestrator.runner.project import Content
+from orchestrator.runner.read_job import run_read_job
 
 PLAYBOOK = "status"
 STAT = "orchestrator_status_releases"
@@ -64,25 +61,7 @@ def parse(stats: Mapping[str, Any] | None) -> dict[str, dict[str, dict[str, Any]
 
 def read_releases(content: Content, inventory_dir: Path, facts_dir: Path, hosts: Sequence[str]) -> Releases:
     """Run playbooks/status.yml on `hosts` (the NPU servers) and collect what it read."""
-    found: dict[str, Any] = {}
-
-    def on_event(tracker: PhaseTracker, event: Mapping[str, Any]) -> None:
-        if event.get("event") == "playbook_on_stats":
-            data = (event.get("event_data") or {}).get("artifact_data")
-            if isinstance(data, Mapping):
-                found.update(data)
-
-    with tempfile.TemporaryDirectory(prefix="orchestrator-status-") as tmp:
-        job = JobSpec(
-            phase=PLAYBOOK,
-            issue=11,
-            content=content,
-            inventory_dir=inventory_dir,
-            facts_dir=facts_dir,
-            private_dir=Path(tmp) / "job",
-            limit=tuple(hosts),
-        )
-        result = run_job(job, on_event=on_event, cancel=Cancel())
+    found, result = run_read_job(PLAYBOOK, 11, content, inventory_dir, facts_dir, hosts)
     out = Releases(records=parse(found))
     for f in result.failures:
         (out.unreachable if f.unreachable else out.failed)[f.host] = f.message
