@@ -106,6 +106,14 @@ def up(
             "and an API key in a secret file."
         ),
     ] = Layout.default,
+    image_base: Annotated[
+        bool,
+        typer.Option(
+            "--image-base/--no-image-base",
+            help="Load the base image the image and gateway phases build FROM into the build and gateway "
+            "hosts' Docker (no registry). --no-image-base: the cluster builds no image (saves seconds).",
+        ),
+    ] = True,
     name: NameOpt = DEFAULT_NAME,
 ) -> None:
     """Bring the cluster up and write inventories/<name>/site.yaml; running it again changes nothing."""
@@ -114,7 +122,7 @@ def up(
 
     started = time.monotonic()
     wanted = ClusterState(name, profile.value, nodes, gateway, monitoring, span, layout.value)
-    changes = _run(lambda: cluster.up(_root(), wanted, _say))
+    changes = _run(lambda: cluster.up(_root(), wanted, _say, image_base=image_base))
     out = console()
     for change in changes:
         out.print(f"  {change}", markup=False)
@@ -129,7 +137,9 @@ def up(
 @sim_app.command()
 def down(
     name: NameOpt = DEFAULT_NAME,
-    purge: Annotated[bool, typer.Option("--purge", help="Also remove the cached base image.")] = False,
+    purge: Annotated[
+        bool, typer.Option("--purge", help="Also remove the cached base and shared server images.")
+    ] = False,
 ) -> None:
     """Remove every container, volume, image tag and file the cluster made."""
     from orchestrator.sim import cluster
@@ -328,3 +338,12 @@ def f_clear(server: ServerArg, name: NameOpt = DEFAULT_NAME) -> None:
     from orchestrator.sim import faults_doctor
 
     _fault(name, server, faults_doctor.clear_everything)
+
+
+def _register_snapshot() -> None:
+    from orchestrator.cli.sim_snapshot_cmds import snapshot_app
+
+    sim_app.add_typer(snapshot_app, name="snapshot")
+
+
+_register_snapshot()

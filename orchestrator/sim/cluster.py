@@ -9,6 +9,7 @@ known_hosts, fabric, packages, model, cluster.json); the spec goes to inventorie
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import io
 import json
@@ -69,6 +70,11 @@ def _used_addresses(cli: Any, root: Path, cluster: str) -> set[str]:
     for c in cli.containers.list(all=True, filters={"label": LABEL}):
         if c.labels.get(LABEL) != cluster and c.labels.get("io.ascend-sim.address"):
             used.add(c.labels["io.ascend-sim.address"])
+    # a saved cluster (orchestrator/sim/snapshot.py) keeps its addresses until its snapshot is removed
+    for img in cli.images.list(filters={"label": f"{images.LABEL_KIND}=snapshot"}):
+        labels = img.labels or {}
+        if labels.get(images.LABEL_SNAPSHOT_OF) != cluster and labels.get("io.ascend-sim.address"):
+            used.add(labels["io.ascend-sim.address"])
     for other in sim_root(root).glob("*/cluster.json"):
         if other.parent.name != cluster:
             st = load_state(root, other.parent.name)
@@ -150,17 +156,25 @@ def _tar(files: dict[str, tuple[bytes, int]]) -> bytes:
     return buf.getvalue()
 
 
-def _create_server(cli: Any, root: Path, state: ClusterState, server: SimServer) -> None:
-    cdir = cluster_dir(root, state.name)
+def server_volume(cli: Any, state: ClusterState, server: SimServer) -> Any:
+    """The server's inner Docker data volume (created when missing), labelled with the cluster."""
     volume = f"{container_name(state.name, server.name)}-docker"
     labels = {LABEL: state.name, "io.ascend-sim.server": server.name, "io.ascend-sim.address": server.address}
     try:
-        cli.volumes.get(volume)
+        return cli.volumes.get(volume)
     except NotFound:
-        cli.volumes.create(volume, labels=labels)
-    hostkey = host_key(cdir, server.name)
-    ctr = cli.containers.create(
-        state.image,
+        return cli.volumes.create(volume, labels=labels)
+
+
+def create_server(
+    cli: Any, root: Path, state: ClusterState, server: SimServer, *, image: str | None = None
+) -> Any:
+    """Create (not start) the server's container from ``image`` (default: the cluster's server image)."""
+    cdir = cluster_dir(root, state.name)
+    volume = server_volume(cli, state, server)
+    labels = {LABEL: state.name, "io.ascend-sim.server": server.name, "io.ascend-sim.address": server.address}
+    return cli.containers.create(
+        image or state.image,
         name=container_name(state.name, server.name),
         hostname=server.name,
         network_mode="host",
@@ -172,7 +186,7 @@ def _create_server(cli: Any, root: Path, state: ClusterState, server: SimServer)
         devices=["/dev/fuse:/dev/fuse:rwm"],  # the emulated kernel interfaces (ascend_kernel)
         volumes={
             "/sys/fs/cgroup": {"bind": "/sys/fs/cgroup", "mode": "rw"},
-            volume: {"bind": "/var/lib/docker", "mode": "rw"},
+            volume.name: {"bind": "/var/lib/docker", "mode": "rw"},
             str((cdir / "fabric").resolve()): {"bind": "/var/lib/ascend-sim/fabric", "mode": "rw"},
         },
         tmpfs={"/run": "mode=755", "/data": f"size={DATA_SIZE},mode=755"},
@@ -185,6 +199,12 @@ def _create_server(cli: Any, root: Path, state: ClusterState, server: SimServer)
         labels={**labels, images.LABEL_KIND: "server", "io.ascend-sim.roles": ",".join(server.roles)},
         detach=True,
     )
+
+
+def _create_server(cli: Any, root: Path, state: ClusterState, server: SimServer) -> None:
+    cdir = cluster_dir(root, state.name)
+    hostkey = host_key(cdir, server.name)
+    ctr = create_server(cli, root, state, server)
     ctr.put_archive(
         "/",
         _tar(
@@ -266,8 +286,10 @@ def _check_shape(wanted: ClusterState) -> None:
         )
 
 
-def up(root: Path, wanted: ClusterState, say: Say) -> list[str]:
-    """Bring the cluster to the wanted shape; returns what changed (empty: nothing)."""
+def up(root: Path, wanted: ClusterState, say: Say, *, image_base: bool = True) -> list[str]:
+    """Bring the cluster to the wanted shape; returns what changed (empty: nothing). ``image_base``: load
+    the base image(s) the image and gateway phases build FROM into the build and gateway hosts' Docker
+    (a few seconds per host; not needed when no image is built on the cluster)."""
     _check_shape(wanted)
     spec_writer.check_inventory_free(root, wanted.name)
     state = load_state(root, wanted.name)
@@ -325,15 +347,27 @@ def up(root: Path, wanted: ClusterState, say: Say) -> list[str]:
         )
     more, bases = spec_writer.write_site(root, state, cdir, say)
     changes += more
-    for server in (s for s in state.servers if "build" in s.roles):
-        ctr = cli.containers.get(container_name(state.name, server.name))
-        if images.seed_inner_base(ctr, [*bases, images.base_tag()]):
-            changes.append(f"loaded {', '.join(bases)} into {server.name}'s Docker (no registry)")
-    for server in (s for s in state.servers if "gateway" in s.roles):  # the router image's FROM
-        ctr = cli.containers.get(container_name(state.name, server.name))
-        if images.seed_inner_base(ctr, [images.base_tag()]):
-            changes.append(f"loaded {images.base_tag()} into {server.name}'s Docker (no registry)")
+    if image_base:
+        changes += _seed_bases(cli, state, bases)
     return changes
+
+
+def _seed_bases(cli: Any, state: ClusterState, bases: list[str]) -> list[str]:
+    """The build hosts get the plan's CANN base tags, the gateway hosts the router image's FROM."""
+    todo = [(s, [*bases, images.base_tag()]) for s in state.servers if "build" in s.roles]
+    todo += [
+        (s, [images.base_tag()]) for s in state.servers if "gateway" in s.roles and "build" not in s.roles
+    ]
+
+    def seed(job: tuple[SimServer, list[str]]) -> str | None:
+        server, tags = job
+        ctr = cli.containers.get(container_name(state.name, server.name))
+        if images.seed_inner_base(ctr, tags):
+            return f"loaded {', '.join(tags[:-1] or tags)} into {server.name}'s Docker (no registry)"
+        return None
+
+    with ThreadPoolExecutor(max_workers=max(1, len(todo))) as pool:
+        return [c for c in pool.map(seed, todo) if c]
 
 
 def down(root: Path, name: str, *, purge: bool, say: Say) -> list[str]:
@@ -343,11 +377,8 @@ def down(root: Path, name: str, *, purge: bool, say: Say) -> list[str]:
     removed: list[str] = []
 
     def _remove(ctr: Any) -> str:
-        try:
-            ctr.stop(timeout=20)
+        with contextlib.suppress(NotFound):  # no graceful stop: what the server ran ends with its PID 1
             ctr.remove(v=True, force=True)
-        except NotFound:
-            pass
         return f"container {ctr.name}"
 
     ctrs = list(containers_of(cli, name).values())

@@ -5,21 +5,27 @@
   changes (kept by `sim down`, removed by `sim down --purge`).
 - `ascend-sim-server:<hash12>`: FROM the base, adds `images/sim-server/` (init, reboot/shutdown wrappers,
   lspci and kmod wrappers, sshd config, the emulated kernel `ascend_kernel/`, the service manager
-  `ascend_init/` and the fake tools of `ascend_fakes/`). Built per cluster (the hash covers the
-  content and the cluster name) and labelled `io.ascend-sim.cluster=<cluster>`, so `sim down`
-  removes it.
+  `ascend_init/` and the fake tools of `ascend_fakes/`). One per content hash (base + images/sim-server/),
+  shared by every cluster, kept by `sim down` (removed by `sim down --purge`).
+- `ascend-sim-server:<hash12>-<cluster>`: the shared image plus the label `io.ascend-sim.cluster=<cluster>`
+  (a configuration-only layer: nothing copied), which is what `sim down` removes.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import io
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +37,7 @@ BASE_REPO = "ascend-sim-base"
 SERVER_REPO = "ascend-sim-server"
 LABEL_CLUSTER = "io.ascend-sim.cluster"
 LABEL_KIND = "io.ascend-sim.kind"
+LABEL_SNAPSHOT_OF = "io.ascend-sim.snapshot-of"  # the cluster a saved server image belongs to
 SUITE = "bookworm"
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # What the simulator itself needs (python3, sshd, dockerd, python3-fusepy + libfuse2 for the emulated kernel
@@ -208,51 +215,82 @@ def _context_files() -> list[tuple[str, Path]]:
     return sorted((str(p.relative_to(SERVER_CONTEXT)), p) for p in SERVER_CONTEXT.rglob("*") if wanted(p))
 
 
-def server_tag(cluster: str, base: str) -> str:
-    h = hashlib.sha256(f"{cluster}\0{base}\0".encode())
+def server_tag(base: str) -> str:
+    """The shared server image: a hash of the base and of images/sim-server/ (not of any cluster)."""
+    h = hashlib.sha256(f"{base}\0".encode())
     for rel, src in _context_files():
         h.update(rel.encode() + b"\0" + src.read_bytes() + b"\0")
     return f"{SERVER_REPO}:{h.hexdigest()[:12]}"
 
 
-def build_server(cli: Any, cluster: str, base: str) -> tuple[str, bool]:
-    """Build (or reuse) the cluster's server image; returns (tag, built_now)."""
-    tag = server_tag(cluster, base)
-    if image_exists(cli, tag):
-        return tag, False
-    with tempfile.TemporaryDirectory(prefix="ascend-sim-ctx-") as tmp:
-        ctx = Path(tmp)
-        for rel, src in _context_files():
-            dst = ctx / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dst)
-        try:
-            cli.images.build(
-                path=str(ctx),
-                tag=tag,
-                buildargs={"BASE": base, "CLUSTER": cluster},
-                labels={LABEL_CLUSTER: cluster, LABEL_KIND: "server"},
-                rm=True,
-                forcerm=True,
-                pull=False,
-                network_mode="none",
-            )
-        except BuildError as exc:
-            log = "".join(str(c.get("stream", c.get("error", ""))) for c in exc.build_log)
-            tail = "\n".join(log.strip().splitlines()[-8:])
-            raise ImageError(
-                f"Building {tag} failed: {exc.msg}\n{tail}\nFix: correct images/sim-server/ and run again."
-            ) from None
-        except APIError as exc:
-            raise ImageError(f"Building {tag} failed: {exc}. Fix: check dockerd's log.") from None
+@contextmanager
+def _build_lock() -> Iterator[None]:
+    """One image build at a time on this host (flock on images/ of the checkout: no lock file left), so
+    that two `sim up`s in parallel build a missing image once."""
+    fd = os.open(SERVER_CONTEXT.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _build(cli: Any, tag: str, what: str, **kwargs: Any) -> None:
+    try:
+        cli.images.build(tag=tag, rm=True, forcerm=True, pull=False, network_mode="none", **kwargs)
+    except BuildError as exc:
+        log = "".join(str(c.get("stream", c.get("error", ""))) for c in exc.build_log)
+        tail = "\n".join(log.strip().splitlines()[-8:])
+        raise ImageError(
+            f"Building {tag} failed: {exc.msg}\n{tail}\nFix: correct {what} and run again."
+        ) from None
+    except APIError as exc:
+        raise ImageError(f"Building {tag} failed: {exc}. Fix: check dockerd's log.") from None
+
+
+def build_shared_server(cli: Any, base: str) -> tuple[str, bool]:
+    """Build (or reuse) the server image every cluster shares; returns (tag, built_now)."""
+    tag = server_tag(base)
+    with _build_lock():
+        if image_exists(cli, tag):
+            return tag, False
+        with tempfile.TemporaryDirectory(prefix="ascend-sim-ctx-") as tmp:
+            ctx = Path(tmp)
+            for rel, src in _context_files():
+                dst = ctx / rel
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, dst)
+            _build(
+                cli, tag, "images/sim-server/", path=str(ctx), buildargs={"BASE": base},
+                labels={LABEL_KIND: "server"},
+            )  # fmt: skip
     return tag, True
 
 
+def build_server(cli: Any, cluster: str, base: str) -> tuple[str, bool]:
+    """The cluster's server image: the shared one plus a layer holding only the cluster's label (what
+    `sim down` removes; the shared image stays, like the base). Returns (tag, shared image built now)."""
+    shared, built = build_shared_server(cli, base)
+    tag = f"{shared}-{cluster}"
+    if not image_exists(cli, tag):
+        dockerfile = f"FROM {shared}\nLABEL {LABEL_CLUSTER}={cluster} {LABEL_KIND}=server\n"
+        _build(cli, tag, "images/sim-server/", fileobj=io.BytesIO(dockerfile.encode()))
+    return tag, built
+
+
 # What a serving image needs from the server's own tree: not the engines, keys, state or mounted data.
+# Nor what only the server uses (its engine, compilers for the driver's DKMS build, perl, documentation):
+# the serving and router images need python3 and its standard library; every byte left out is written
+# once per build host and once per server the image is shipped to.
 SEED_EXCLUDES = (
     "./proc", "./sys", "./dev", "./run", "./tmp", "./data", "./var/lib/docker", "./var/lib/ascend-sim",
     "./var/log/*", "./etc/ssh/ssh_host_*", "./root/.ssh", "./usr/local/Ascend", "./usr/local/dcmi",
     "./usr/bin/docker*", "./usr/sbin/dockerd", "./usr/bin/containerd*", "./usr/sbin/runc", "./usr/bin/runc",
+    "./usr/bin/ctr", "./usr/bin/dnet", "./usr/sbin/ovrouter", "./usr/bin/*lto-dump*", "./usr/lib/gcc",
+    "./usr/libexec/gcc", "./usr/share/locale", "./usr/share/doc", "./usr/share/man", "./usr/share/perl",
+    "./usr/lib/x86_64-linux-gnu/perl", "./usr/lib/aarch64-linux-gnu/perl", "./var/lib/dkms",
+    "./usr/lib/*/libasan*", "./usr/lib/*/libtsan*", "./usr/lib/*/libhwasan*", "./usr/lib/*/liblsan*",
+    "./usr/lib/*/libubsan*",
 )  # fmt: skip
 
 
@@ -300,9 +338,9 @@ def remove_cluster_images(cli: Any, cluster: str) -> list[str]:
 
 
 def remove_base_images(cli: Any) -> list[str]:
-    """`sim down --purge`: remove every cached base image (all recipe hashes)."""
+    """`sim down --purge`: remove every cached base and shared server image (all hashes)."""
     removed: list[str] = []
-    for img in cli.images.list(name=BASE_REPO):
+    for img in [*cli.images.list(name=SERVER_REPO), *cli.images.list(name=BASE_REPO)]:
         for tag in img.tags:
             try:
                 cli.images.remove(tag)
@@ -312,11 +350,13 @@ def remove_base_images(cli: Any) -> list[str]:
     return removed
 
 
-if __name__ == "__main__":  # python -m orchestrator.sim.images: build the base image (CI warm-up)
+if __name__ == "__main__":  # python -m orchestrator.sim.images: base + shared server image (CI warm-up)
     from orchestrator.sim.engine import ensure_engine
 
     try:
-        print(build_base(ensure_engine()))
+        engine = ensure_engine()
+        base_image = build_base(engine)
+        print(base_image, build_shared_server(engine, base_image)[0])
     except SimError as exc:
         _say(str(exc))
         sys.exit(1)

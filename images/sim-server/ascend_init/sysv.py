@@ -14,6 +14,7 @@ import glob
 import os
 import re
 import subprocess
+import time
 from collections.abc import Callable
 
 INIT_OWNED = ("ssh",)
@@ -31,20 +32,45 @@ def links(runlevel: str, kind: str, root: str = "/") -> list[str]:
     return found
 
 
+def wait_reaping(proc: subprocess.Popen[bytes], timeout_s: float) -> int:
+    """Wait for an init script and, as PID 1, reap every orphan that exits meanwhile. A daemon started with
+    `start-stop-daemon --background` is PID 1's child: while PID 1 sits in a blocking wait for the stop
+    script, the stopped daemon stays a zombie, and `start-stop-daemon --stop --retry` (Debian's docker
+    script) sees it alive until its retries run out ("refused to die", 20 s per boot)."""
+    if os.getpid() != 1:
+        return proc.wait(timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode
+        if pid:
+            continue  # an orphan reaped: look again at once
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise subprocess.TimeoutExpired(proc.args, timeout_s)
+        time.sleep(0.02)
+
+
 def run(name: str, action: str, log: Callable[[str], None], output: str, timeout_s: float = 90.0) -> int:
     """Run one init script; its output goes to `output` (a file: a daemon it starts may keep the
     descriptor open, which a pipe would wait for)."""
     try:
         with open(output, "ab") as out:
-            proc = subprocess.run(
+            proc = subprocess.Popen(
                 [f"/etc/init.d/{name}", action], env=ENV, stdin=subprocess.DEVNULL, stdout=out,
-                stderr=subprocess.STDOUT, timeout=timeout_s, check=False, start_new_session=True,
+                stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
+            code = wait_reaping(proc, timeout_s)
     except (OSError, subprocess.TimeoutExpired) as exc:
         log(f"service {name} {action}: {exc}")
         return 1
-    log(f"service {name} {action}: exit {proc.returncode}")
-    return proc.returncode
+    log(f"service {name} {action}: exit {code}")
+    return code
 
 
 def start_all(log: Callable[[str], None], output: str, runlevel: str = "2") -> None:

@@ -29,13 +29,22 @@ ANSIBLE_ENV = {
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
+def site_config(root: Path, inventory: Path | str) -> dict[str, str]:
+    """ANSIBLE_CONFIG: the ansible.cfg rendered beside the inventory (pipelining, SSH multiplexing, the
+    fact cache), as the README's plain ansible-playbook and orchestrator's runner use it."""
+    cfg = (root / inventory).parent / "ansible.cfg"
+    return {"ANSIBLE_CONFIG": str(cfg)} if cfg.is_file() else {}
+
+
 def ansible_playbook(
     root: Path, inventory: Path | str, playbook: str, *args: str, timeout: float = 1200
 ) -> subprocess.CompletedProcess[str]:
-    """`ansible-playbook -i INVENTORY playbooks/PLAYBOOK ARGS` from the scratch root."""
+    """`ANSIBLE_CONFIG=<inventory dir>/ansible.cfg ansible-playbook -i INVENTORY playbooks/PLAYBOOK ARGS`
+    from the scratch root."""
     argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(REPO / "playbooks" / playbook), *args]
+    env = {**ANSIBLE_ENV, **site_config(root, inventory)}
     return subprocess.run(
-        argv, cwd=root, env=ANSIBLE_ENV, capture_output=True, text=True, timeout=timeout, check=False
+        argv, cwd=root, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
 
 
@@ -50,6 +59,8 @@ class Sim:
     root: Path
     name: str
     up_output: str
+    # a golden's copy (goldens.py): the apply that converged it from bare servers, earlier in this run
+    converge: subprocess.CompletedProcess[str] | None = None
 
     def cli(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return run([str(BIN / "orchestrator"), *args], self.root, check=check)
@@ -59,7 +70,9 @@ class Sim:
 
     def ansible(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         inventory = f"inventories/{self.name}/hosts.yml"
-        return run([str(BIN / "ansible"), "-i", inventory, *args], self.root, check=check, timeout=300)
+        argv = [str(BIN / "ansible"), "-i", inventory, *args]
+        env = {**ANSIBLE_ENV, **site_config(self.root, inventory)}
+        return run(argv, self.root, check=check, timeout=300, env=env)
 
     @property
     def state_dir(self) -> Path:
@@ -75,10 +88,10 @@ class Sim:
 
 
 def run(
-    argv: list[str], cwd: Path, *, check: bool = True, timeout: float = 600
+    argv: list[str], cwd: Path, *, check: bool = True, timeout: float = 600, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     proc = subprocess.run(
-        argv, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=timeout, check=False
+        argv, cwd=cwd, env=env or ENV, capture_output=True, text=True, timeout=timeout, check=False
     )
     if check and proc.returncode != 0:
         pytest.fail(

@@ -24,7 +24,7 @@ DAEMON_JSON = "/etc/docker/daemon.json"
 
 @pytest.fixture(scope="module")
 def engine_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "itc", "--nodes", "1", "--gateway")
+    yield from module_cluster(tmp_path_factory, "itc", "--nodes", "1", "--gateway", "--no-image-base")
 
 
 def host_phase(sim: Sim, *args: str) -> tuple[int, dict[str, Any]]:

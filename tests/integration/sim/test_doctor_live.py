@@ -23,10 +23,11 @@ import yaml
 from orchestrator.cli import exits
 from orchestrator.doctor.rules import BY_ID
 from tests.helpers import ROOT
+from tests.integration.sim import goldens
 from tests.integration.sim.serving_helpers import sh
-from tests.integration.sim.sim_helpers import BIN, Sim, module_cluster, run
+from tests.integration.sim.sim_helpers import Sim
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("s1"))]
 
 SERVER = "a2-01"
 VERBATIM = yaml.safe_load((ROOT / "tests/data/doctor/verbatim-lines.yaml").read_text(encoding="utf-8"))
@@ -35,14 +36,14 @@ DCMI = VERBATIM["samples"]["npu-occupied-dcmi-8005"][0]["lines"][-1]  # vllm-asc
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "doc", "--nodes", "1")
+    """A copy of the one-server golden, served by one apply of every phase from bare servers (goldens.py)."""
+    yield from goldens.module_golden(tmp_path_factory, "s1")
 
 
 @pytest.fixture(scope="module")
 def served(cluster: Sim) -> Sim:
-    argv = [str(BIN / "orchestrator"), "apply", cluster.name, "--yes", "--format", "json"]
-    proc = run(argv, cluster.root, check=False, timeout=2400)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    proc = cluster.converge  # `orchestrator apply SITE --yes --format json` from bare servers
+    assert proc is not None and proc.returncode == 0, proc and proc.stdout[-4000:] + proc.stderr[-2000:]
     return cluster
 
 

@@ -16,9 +16,10 @@ import xmlschema
 from junitparser import Failure, JUnitXml
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.integration.sim.sim_helpers import REPO, Sim, module_cluster
+from tests.integration.sim import goldens
+from tests.integration.sim.sim_helpers import REPO, Sim
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("h2"))]
 
 HOST_LAYER = "preflight,drivers,host,network"
 HOSTS = ["a2-01", "a2-02"]
@@ -28,7 +29,8 @@ XSD = REPO / "tests" / "data" / "junit" / "junit-10.xsd"
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "it-dr-", "--nodes", "2")
+    """A copy of the two-server golden: the host layer applied once from bare servers (goldens.py)."""
+    yield from goldens.module_golden(tmp_path_factory, "h2")
 
 
 def drift(sim: Sim, tag: str) -> tuple[int, dict[str, Any], Path, Path]:
@@ -56,7 +58,8 @@ def metrics(prom: Path) -> dict[tuple[str, str | None, str | None], float]:
 
 
 def test_in_sync_after_converge_exits_0(sim: Sim) -> None:
-    applied = sim.cli("apply", sim.name, "--yes", "--phases", HOST_LAYER, "--format", "json", check=False)
+    applied = sim.converge  # `orchestrator apply SITE --yes --phases HOST_LAYER --format json` from bare
+    assert applied is not None and goldens.GOLDENS["h2"].phases == HOST_LAYER
     assert applied.returncode == 0, applied.stdout[-3000:] + applied.stderr[-3000:]
     rc, report, junit, prom = drift(sim, "clean")
     assert rc == 0, report

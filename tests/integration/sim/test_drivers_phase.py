@@ -25,7 +25,7 @@ DRIVER, FIRMWARE = "25.5.1", "7.8.0.6.201"  # the sim's packages (orchestrator/s
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "drv", "--nodes", "2")
+    yield from module_cluster(tmp_path_factory, "drv", "--nodes", "2", "--no-image-base")
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ STATE: dict[str, Any] = {}  # what the first test learned, for the later ones
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "it-hi-", "--nodes", "1")
+    yield from module_cluster(tmp_path_factory, "it-hi-", "--nodes", "1", "--no-image-base")
 
 
 def history(sim: Sim) -> list[dict[str, Any]]:

@@ -39,7 +39,9 @@ HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "e2e", "--nodes", "3", "--span", "2", "--monitoring")
+    yield from module_cluster(
+        tmp_path_factory, "e2e", "--nodes", "3", "--span", "2", "--monitoring", "--no-image-base"
+    )
 
 
 def apply_json(sim: Sim, *args: str) -> dict[str, Any]:

@@ -17,7 +17,8 @@ SERVER = "a2-01"
 
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    for sim in module_cluster(tmp_path_factory, "ht", "--nodes", "1"):  # `sim down` when the loop ends
+    # `sim down` when the loop ends
+    for sim in module_cluster(tmp_path_factory, "ht", "--nodes", "1", "--no-image-base"):
         # an installed NPU driver (what the drivers phase leaves): the NPUs' interrupts exist
         sh(
             sim,

@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
+from tests.integration.sim import goldens
 from tests.integration.sim.sim_helpers import Sim, module_cluster
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("h2"))]
 
 HOST_LAYER = "preflight,drivers,host,network"
 HOSTS = ["a2-01", "a2-02"]
@@ -47,9 +48,16 @@ LIVE = (
 SYSCTLS = "sysctl -a 2>/dev/null"
 
 
+@pytest.fixture
+def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
+    """Two servers as `sim up` leaves them, for the plan before any apply."""
+    yield from module_cluster(tmp_path_factory, "it-pl-", "--nodes", "2", "--no-image-base")
+
+
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "it-pl-", "--nodes", "2")
+    """A copy of the two-server golden: the host layer applied once from bare servers (goldens.py)."""
+    yield from goldens.module_golden(tmp_path_factory, "h2")
 
 
 def timed(sim: Sim, key: str, *args: str) -> tuple[int, dict[str, Any]]:
@@ -78,6 +86,10 @@ def plan(sim: Sim, key: str, phases: str = HOST_LAYER) -> tuple[int, dict[str, A
 
 def apply(sim: Sim, key: str) -> dict[str, Any]:
     rc, out = timed(sim, key, "apply", sim.name, "--yes", "--phases", HOST_LAYER)
+    return applied(rc, out)
+
+
+def applied(rc: int, out: dict[str, Any]) -> dict[str, Any]:
     assert rc == 0 and out["result"] == "ok", out
     return out
 
@@ -107,10 +119,11 @@ def snapshot(sim: Sim) -> dict[str, Any]:
     return out
 
 
-def test_a_bare_cluster_plans_the_driver_installs_and_the_rest_is_unknown_or_known(sim: Sim) -> None:
+def test_a_bare_cluster_plans_the_driver_installs_and_the_rest_is_unknown_or_known(bare: Sim) -> None:
     """Before the first apply: the drivers phase says what it installs (the firmware with a reboot); a later
     phase that check mode cannot evaluate without the driver is "unknown until drivers is applied", never a
     failure; nothing is installed by the plan."""
+    sim = bare
     rc, out = plan(sim, "plan_bare")
     assert rc == 0 and out["result"] == "ok", out["summary"]
     assert out["summary"]["failed"] == {} and out["summary"]["unreachable"] == {}, out["summary"]
@@ -135,7 +148,9 @@ def test_a_bare_cluster_plans_the_driver_installs_and_the_rest_is_unknown_or_kno
 
 
 def test_after_a_converged_apply_plan_lists_no_change(sim: Sim) -> None:
-    apply(sim, "first_apply")
+    first = sim.converge  # the golden's `apply --phases HOST_LAYER` from bare servers, earlier in this run
+    assert first is not None and goldens.GOLDENS["h2"].phases == HOST_LAYER
+    applied(first.returncode, json.loads(first.stdout))
     noop = apply(sim, "noop_apply")  # the no-op apply the plan's time is compared with
     assert {c["changed"] for p in noop["phases"] for c in p["hosts"].values()} == {0}, noop
     rc, out = plan(sim, "plan_converged")

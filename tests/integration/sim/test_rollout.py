@@ -19,6 +19,7 @@ from bare servers, then `--phases serve` applies of spec changes:
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,10 +27,11 @@ import openai
 import pytest
 import yaml
 
+from tests.integration.sim import goldens
 from tests.integration.sim.serving_helpers import sh
-from tests.integration.sim.sim_helpers import BIN, Sim, module_cluster, run
+from tests.integration.sim.sim_helpers import BIN, Sim, run
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("mx"))]
 
 PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serve")
 MODEL = "sim-deepseek"
@@ -39,7 +41,8 @@ GATES = "  gates: {startup_timeout_s: 30, soak_s: 6, latency_budget_s: 10}\n"
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "it-ro-", "--nodes", "3", "--layout", "mixed")
+    """A copy of the mixed-layout golden, served by one apply of every phase from bare servers."""
+    yield from goldens.module_golden(tmp_path_factory, "mx")
 
 
 def site_text(sim: Sim) -> str:
@@ -58,7 +61,11 @@ def set_env(sim: Sim, env: dict[str, str]) -> None:
 
 
 def cli_json(sim: Sim, *args: str) -> dict[str, Any]:
-    proc = run([str(BIN / "orchestrator"), *args, "--format", "json"], sim.root, check=False, timeout=1800)
+    argv = [str(BIN / "orchestrator"), *args, "--format", "json"]
+    return parse(run(argv, sim.root, check=False, timeout=1800))
+
+
+def parse(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert proc.stdout.count("\n") == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     out: dict[str, Any] = json.loads(proc.stdout)
     out["exit"] = proc.returncode
@@ -113,7 +120,8 @@ def deployed(sim: Sim) -> dict[str, Any]:
             "rollout:\n  canary: 1\n  batch_size: 1\n", "rollout:\n  canary: 1\n  batch_size: 1\n" + GATES
         )
     )
-    first = cli_json(sim, "apply", sim.name, "--yes")
+    assert sim.converge is not None  # the golden's apply of every phase from bare servers
+    first = parse(sim.converge)
     ran = [p["name"] for p in first["phases"] if p["status"] == "ok"]
     assert first["exit"] == 0 and ran == [*PIPELINE], json.dumps(first)[-4000:]
     assert first["rollout"] is None  # a first deploy starts every replica at once: nothing rolls

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,11 @@ import openai
 import pytest
 import yaml
 
+from tests.integration.sim import goldens
 from tests.integration.sim.serving_helpers import host_vars, sh
-from tests.integration.sim.sim_helpers import BIN, Sim, ansible_playbook, module_cluster, recap, run
+from tests.integration.sim.sim_helpers import BIN, Sim, ansible_playbook, recap, run
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("mx"))]
 
 SERVERS = ["a2-01", "a2-02", "a2-03"]
 PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serve")
@@ -37,13 +39,16 @@ OUTPUTS: list[str] = []  # every apply / playbook output of this module, for the
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "sv9", "--nodes", "3", "--layout", "mixed")
+    """A copy of the mixed-layout golden, served by one apply of every phase from bare servers."""
+    yield from goldens.module_golden(tmp_path_factory, "mx")
 
 
 def apply_json(sim: Sim, *args: str) -> dict[str, Any]:
-    # the host layer takes ~4 min on a quiet 2-core machine; leave room for a busy one
     argv = [str(BIN / "orchestrator"), "apply", sim.name, "--yes", "--format", "json", *args]
-    proc = run(argv, sim.root, check=False, timeout=1800)
+    return parse(run(argv, sim.root, check=False, timeout=1800))
+
+
+def parse(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     OUTPUTS.append(proc.stdout + proc.stderr)
     assert proc.stdout.count("\n") == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     out: dict[str, Any] = json.loads(proc.stdout)
@@ -82,7 +87,8 @@ def api_key(sim: Sim) -> str:
 
 @pytest.fixture(scope="module")
 def served(sim: Sim) -> dict[str, Any]:
-    first = apply_json(sim)  # every phase that exists, from bare servers
+    assert sim.converge is not None
+    first = parse(sim.converge)  # every phase that exists, from bare servers (the golden's apply)
     ran = [p["name"] for p in first["phases"] if p["status"] == "ok"]
     assert ran == [*PIPELINE], json.dumps(first)[-4000:]
     return {"first": serve_counts(first), "started": started_at(sim)}

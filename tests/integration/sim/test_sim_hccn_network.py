@@ -28,7 +28,7 @@ STATE_FILES = "/var/lib/ascend-sim/hccn_live.json /etc/hccn.conf /etc/ascend-orc
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "hn", "--nodes", "2")
+    yield from module_cluster(tmp_path_factory, "hn", "--nodes", "2", "--no-image-base")
 
 
 @pytest.fixture(scope="module")

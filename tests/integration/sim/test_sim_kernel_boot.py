@@ -19,7 +19,7 @@ CONTROLLER = ("/proc/sys/vm/swappiness", f"{THP}/enabled", f"{THP}/defrag", "/pr
 
 @pytest.fixture(scope="module")
 def one(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "kb", "--nodes", "1")
+    yield from module_cluster(tmp_path_factory, "kb", "--nodes", "1", "--no-image-base")
 
 
 def controller() -> dict[str, str]:

@@ -25,23 +25,25 @@ import pytest
 import yaml
 
 from orchestrator.cli import exits
+from tests.integration.sim import goldens
 from tests.integration.sim.serving_helpers import sh
-from tests.integration.sim.sim_helpers import BIN, Sim, module_cluster, run
+from tests.integration.sim.sim_helpers import Sim
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("s1"))]
 
 SERVER = "a2-01"
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "it-hi-", "--nodes", "1")
+    """A copy of the one-server golden, served by one apply of every phase from bare servers (goldens.py)."""
+    yield from goldens.module_golden(tmp_path_factory, "s1")
 
 
 @pytest.fixture(scope="module")
 def served(cluster: Sim) -> dict[str, Any]:
-    argv = [str(BIN / "orchestrator"), "apply", cluster.name, "--yes", "--format", "json"]
-    proc = run(argv, cluster.root, check=False, timeout=2400)
+    proc = cluster.converge  # `orchestrator apply SITE --yes --format json` from bare servers
+    assert proc is not None
     out: dict[str, Any] = json.loads(proc.stdout)
     assert proc.returncode == 0 and out["result"] == "ok", json.dumps(out)[-4000:] + proc.stderr[-2000:]
     return out

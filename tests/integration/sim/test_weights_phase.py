@@ -24,7 +24,15 @@ from typing import Any
 
 import pytest
 
-from tests.integration.sim.sim_helpers import ANSIBLE_ENV, BIN, REPO, Sim, ansible_playbook, module_cluster
+from tests.integration.sim.sim_helpers import (
+    ANSIBLE_ENV,
+    BIN,
+    REPO,
+    Sim,
+    ansible_playbook,
+    module_cluster,
+    site_config,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +45,7 @@ SHARD = "model-00001-of-00002.safetensors"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "itw", "--nodes", "3")
+    yield from module_cluster(tmp_path_factory, "itw", "--nodes", "3", "--no-image-base")
 
 
 def apply(sim: Sim, *args: str) -> tuple[int, dict[str, Any]]:
@@ -165,8 +173,9 @@ def test_a_cut_copy_resumes(cluster: Sim) -> None:
         "-e",
         "model_weights_bwlimit_kib=1024",  # 1 MiB/s: the 16 MiB shard takes ~16 s
     ]
+    env = {**ANSIBLE_ENV, **site_config(cluster.root, f"inventories/{cluster.name}/hosts.yml")}
     proc = subprocess.Popen(
-        argv, cwd=cluster.root, env=ANSIBLE_ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        argv, cwd=cluster.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
         deadline = time.monotonic() + 120

@@ -147,12 +147,22 @@ def http(
 
 
 def container_state(name: str | None) -> str:
+    """"running", or what the container is instead: a replica runs with restart policy unless-stopped, so
+    a crash during the gates shows as a restart, which fails them like an exit."""
     if not name:
         return "running"
     proc = subprocess.run(
-        ["docker", "inspect", "-f", "{{.State.Status}}", name], capture_output=True, text=True, check=False
+        ["docker", "inspect", "-f", "{{.State.Status}} {{.RestartCount}} {{.State.ExitCode}}", name],
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    return proc.stdout.strip() if proc.returncode == 0 else "missing"
+    if proc.returncode != 0:
+        return "missing"
+    status, restarts, code = (proc.stdout.split() + ["", "0", "0"])[:3]
+    if restarts.isdigit() and int(restarts) > 0:
+        return f"{status} after {restarts} restart(s) (it exited with {code})"
+    return status
 
 
 def log_tail(name: str | None, lines: int) -> list[str]:
