@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,8 +64,10 @@ def run_module(
     check: bool = False,
     diff: bool = False,
     tool: Path | None = None,
+    site: Path | None = None,
 ) -> dict[str, Any]:
-    """The module's JSON result (`failed` set when it called fail_json)."""
+    """The module's JSON result (`failed` set when it called fail_json). site: a directory put first on the
+    module's PYTHONPATH (a sitecustomize.py there runs in the module's process before the module)."""
     argfile = root.parent / f"{root.name}-{name}-args.json"
     extra = {"_ansible_check_mode": check, "_ansible_diff": diff}
     module_args: dict[str, Any] = {"hccn_tool": str(tool or hccn_tool(root)), **args, **extra}
@@ -72,7 +75,7 @@ def run_module(
         module_args.setdefault("conf_path", str(root / "etc/hccn.conf"))
     argfile.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": module_args}), encoding="utf-8")
     environ = env(root)
-    environ["PYTHONPATH"] = str(COLLECTIONS)
+    environ["PYTHONPATH"] = os.pathsep.join([*([str(site)] if site else []), str(COLLECTIONS)])
     proc = subprocess.run(
         [sys.executable, str(MODULES / f"{name}.py"), str(argfile)],
         capture_output=True,

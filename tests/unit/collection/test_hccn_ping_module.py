@@ -9,7 +9,37 @@ from pathlib import Path
 from typing import Any
 
 from tests.unit.collection.hccn_helpers import MASK, configured, devices, run_module, snapshot
-from tests.unit.sim.ascend_fake_helpers import put
+from tests.unit.sim.ascend_fake_helpers import FAKES, PYTHON, put
+
+# What a loaded host can do to the module's threads (how test_local_link_down_and_net_health_are_named failed
+# under load in CI): a thread whose select() ran out its timeout with nothing to read gets the CPU back only
+# once the command it waits for has written its output and exited. Loaded as the module's sitecustomize.
+DESCHEDULED = """
+import select
+import selectors
+import time
+
+
+class Descheduled(selectors.PollSelector):
+    def select(self, timeout=None):
+        events = super().select(timeout)
+        if events or timeout is None:
+            return events
+        hangup = select.poll()
+        for key in self.get_map().values():
+            hangup.register(key.fd, 0)  # no event asked: poll reports only the writer's close (POLLHUP)
+        pending, deadline = len(self.get_map()), time.monotonic() + 60
+        while pending and time.monotonic() < deadline:
+            for fd, _ in hangup.poll(1000):
+                hangup.unregister(fd)
+                pending -= 1
+        time.sleep(0.2)  # its pipes closed as it exited: it has exited by now
+        return []
+
+
+selectors.PollSelector = Descheduled
+"""
+SILENT_S = 1.5  # longer than the 1 s select() timeout of AnsibleModule.run_command
 
 
 def peer_server(root: Path, name: str, base: int, *, down: tuple[int, ...] = ()) -> list[dict[str, Any]]:
@@ -101,3 +131,31 @@ def test_peer_outside_every_subnet_without_gateway_is_a_plan_error(tmp_path: Pat
         "node-9 device 0 (10.9.0.10) is in no local NIC's subnet and no local NIC has a gateway: "
         "the HCCN plan cannot connect them"
     ]
+
+
+def test_readings_of_commands_that_exit_while_the_module_waits_are_kept(tmp_path: Path) -> None:
+    """test_local_link_down_and_net_health_are_named under the interleaving a loaded CI host produced: every
+    hccn_tool call is silent for longer than a select() timeout of the module's reader, then writes and exits
+    before the module's thread runs again. AnsibleModule.run_command then returns rc 0 with an empty stdout
+    (its loop ends once the process has exited after an empty select, without reading the pipes: ansible/
+    ansible#51393); the gate must still read every link, net health and ping."""
+    root = configured(tmp_path)
+    peers = peer_server(root, "node-2", 20)
+    put(root, "/var/lib/ascend-sim/faults.json", {"link_down": [2]})
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(DESCHEDULED, encoding="utf-8")
+    slow = tmp_path / "slow-bin" / "hccn_tool"
+    slow.parent.mkdir()
+    fake = FAKES / "hccn_tool.py"
+    slow.write_text(f'#!/bin/sh\nsleep {SILENT_S}\nexec {PYTHON} -S {fake} "$@"\n', encoding="utf-8")
+    slow.chmod(0o755)
+    lean = [dict(d, netdetect=None) if d["index"] == 4 else d for d in devices()]
+    args = {"devices": lean, "peers": peers, "host": "node-1", "pairs": "same_index"}
+    res = run_module(root, "hccn_ping", args, tool=slow, site=site)
+    assert res["failures"] == [
+        "node-1 device 2: link DOWN; its pings to peers were not tried (reproduce: hccn_tool -i 2 -link -g)"
+    ], res
+    assert res["links"] == {str(i): "DOWN" if i == 2 else "UP" for i in range(8)}
+    assert res["health"] == {str(i): "Success" for i in (0, 1, 3, 5, 6, 7)}
+    assert [(p["device"], p["received"]) for p in res["pairs"]] == [(i, 3) for i in (0, 1, 3, 4, 5, 6, 7)]

@@ -24,6 +24,7 @@ Set commands: `-ip -s address A netmask M`, `-netdetect -s address A`, `-gateway
 from __future__ import annotations
 
 import re
+import subprocess
 from typing import Callable, List, Sequence, Tuple
 
 DEFAULT_PATH = "/usr/local/Ascend/driver/tools/hccn_tool"
@@ -116,6 +117,24 @@ def read_conf(path: str) -> dict[int, dict[str, str]]:
         return {}
 
 
+def execute(argv: list[str]) -> tuple[int, str, str]:
+    """Run one hccn_tool command: (exit code, stdout, stderr), its output read to the end.
+
+    The modules' runner instead of AnsibleModule.run_command, whose read loop ends as soon as the command has
+    exited after a select() that waited its 1 s timeout with nothing to read - without reading what the
+    command wrote in between (ansible/ansible#51393). A loaded host does exactly that: a call silent for over
+    a second (up to 8 run at once) writes and exits while the module's thread waits for a CPU, and
+    run_command returns rc 0 and an empty stdout - a link "unknown", a net health None, a ping without a
+    summary. communicate() reads both pipes to their end (hccn_tool leaves no process holding them open).
+    A command that cannot be started is exit code 127 with the reason on stderr, as in a shell."""
+    try:
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    except OSError as exc:
+        return 127, "", f"cannot run {argv[0]}: {exc.strerror or exc}"
+    out, err = (b.decode("utf-8", "surrogateescape") for b in (proc.stdout, proc.stderr))
+    return proc.returncode, out, err
+
+
 def command(path: str, dev: int, *args: str) -> list[str]:
     return [path, "-i", str(dev), *args]
 
@@ -126,7 +145,7 @@ def shell(argv: Sequence[str]) -> str:
 
 
 class HccnTool:
-    """hccn_tool through a runner (AnsibleModule.run_command in the modules)."""
+    """hccn_tool through a runner (`execute` in the modules; tests may pass their own)."""
 
     def __init__(self, run: Runner, path: str = DEFAULT_PATH) -> None:
         self.run = run

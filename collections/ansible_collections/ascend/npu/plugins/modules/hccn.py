@@ -90,6 +90,7 @@ from ansible_collections.ascend.npu.plugins.module_utils.hccn_tool import (
     SETTINGS,
     HccnError,
     HccnTool,
+    execute,
     read_conf,
     shell,
 )
@@ -240,7 +241,7 @@ def main() -> None:
             msg=f"{path} is missing or not executable: hccn_tool ships with the NPU driver. Fix: install the "
             "driver (the drivers phase) before configuring the NPU NICs."
         )
-    tool = HccnTool(module.run_command, path)
+    tool = HccnTool(execute, path)
     conf_path = module.params["conf_path"]
     try:
         planned = plan(module, tool)

@@ -96,7 +96,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.npu.plugins.module_utils.hccn_tool import HccnError, HccnTool, shell
+from ansible_collections.ascend.npu.plugins.module_utils.hccn_tool import HccnError, HccnTool, execute, shell
 
 SHOWN = 20  # failures listed in the message; all are in `failures`
 
@@ -152,7 +152,7 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
-    tool = HccnTool(module.run_command, p["hccn_tool"])
+    tool = HccnTool(execute, p["hccn_tool"])
     devices = sorted(p["devices"], key=lambda d: d["index"])
     me = p["host"]
     failures: list[str] = []
