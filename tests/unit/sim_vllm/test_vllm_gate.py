@@ -138,3 +138,26 @@ def test_compare_is_relative_per_token() -> None:
     assert g.compare(base, same, 0.005) is None
     assert "' b'" in str(g.compare(base, off, 0.005)) and "1.00% off" in str(g.compare(base, off, 0.005))
     assert "tokens" in str(g.compare(base, {"p": {"tokens": [" c"], "top_logprobs": []}}, 0.005))
+
+
+@pytest.mark.parametrize(
+    ("printed", "state"),
+    [
+        ("running 0 0", "running"),
+        ("running 2 137", "running after 2 restart(s) (it exited with 137)"),
+        ("restarting 1 1", "restarting after 1 restart(s) (it exited with 1)"),
+        ("exited 0 3", "exited"),
+    ],
+)
+def test_a_restart_of_the_container_is_not_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, printed: str, state: str
+) -> None:
+    """Replicas run with restart policy unless-stopped: a crash during the gates shows as a restart count
+    (what `docker inspect -f '{{.State.Status}} {{.RestartCount}} {{.State.ExitCode}}'` prints), which fails
+    the gates like an exit."""
+    docker = tmp_path / "docker"
+    docker.write_text(f"#!/bin/sh\necho '{printed}'\n", encoding="utf-8")
+    docker.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    assert g.container_state("vllm-r1") == state
+    assert g.container_state(None) == "running"  # a local process: nothing to inspect

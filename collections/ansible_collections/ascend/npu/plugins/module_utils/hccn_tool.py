@@ -24,8 +24,9 @@ Set commands: `-ip -s address A netmask M`, `-netdetect -s address A`, `-gateway
 from __future__ import annotations
 
 import re
-import subprocess
 from typing import Callable, List, Sequence, Tuple
+
+from ansible_collections.ascend.npu.plugins.module_utils.command import execute as run_to_end
 
 DEFAULT_PATH = "/usr/local/Ascend/driver/tools/hccn_tool"
 CONF_PATH = "/etc/hccn.conf"
@@ -118,21 +119,9 @@ def read_conf(path: str) -> dict[int, dict[str, str]]:
 
 
 def execute(argv: list[str]) -> tuple[int, str, str]:
-    """Run one hccn_tool command: (exit code, stdout, stderr), its output read to the end.
-
-    The modules' runner instead of AnsibleModule.run_command, whose read loop ends as soon as the command has
-    exited after a select() that waited its 1 s timeout with nothing to read - without reading what the
-    command wrote in between (ansible/ansible#51393). A loaded host does exactly that: a call silent for over
-    a second (up to 8 run at once) writes and exits while the module's thread waits for a CPU, and
-    run_command returns rc 0 and an empty stdout - a link "unknown", a net health None, a ping without a
-    summary. communicate() reads both pipes to their end (hccn_tool leaves no process holding them open).
-    A command that cannot be started is exit code 127 with the reason on stderr, as in a shell."""
-    try:
-        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, check=False)
-    except OSError as exc:
-        return 127, "", f"cannot run {argv[0]}: {exc.strerror or exc}"
-    out, err = (b.decode("utf-8", "surrogateescape") for b in (proc.stdout, proc.stderr))
-    return proc.returncode, out, err
+    """Run one hccn_tool command: (exit code, stdout, stderr), its output read to the end (command.py says
+    why not AnsibleModule.run_command)."""
+    return run_to_end(argv)
 
 
 def command(path: str, dev: int, *args: str) -> list[str]:

@@ -131,6 +131,7 @@ from ansible_collections.ascend.npu.plugins.module_utils import (
     runpkg,
     version_info,
 )
+from ansible_collections.ascend.npu.plugins.module_utils.command import execute as run_to_end
 
 
 def execute(module: AnsibleModule, args: list[str]) -> tuple[int, str]:
@@ -164,7 +165,7 @@ def active_version(module: AnsibleModule, kind: str) -> str | None:
         return None
 
     def run(argv: Any) -> Any:
-        return module.run_command(argv, environ_update={"LC_ALL": "C"})
+        return run_to_end(argv, {"LC_ALL": "C"})  # not module.run_command: module_utils/command.py
 
     state = npu_host.npu_smi_state(run, smi["real"], boards=True)
     active = npu_host.summarise_boards(state["boards"])

@@ -117,13 +117,14 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.npu.plugins.module_utils import npu_host, version_info
+from ansible_collections.ascend.npu.plugins.module_utils.command import execute
 
 
 def gather(module: AnsibleModule) -> dict[str, Any]:
     root = module.params["root"]
 
     def run(argv: Any) -> Any:
-        return module.run_command(argv, environ_update={"LC_ALL": "C"})
+        return execute(argv, {"LC_ALL": "C"})  # not module.run_command: module_utils/command.py
 
     driver = npu_host.version_file(root, "driver")
     firmware = npu_host.version_file(root, "firmware")

@@ -70,6 +70,7 @@ from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.ascend.npu.plugins.module_utils import npu_host, npu_smi
+from ansible_collections.ascend.npu.plugins.module_utils.command import execute
 
 NODES = "/sys/devices/system/node"
 PCI = "/sys/bus/pci/devices"
@@ -157,7 +158,7 @@ def main() -> None:
                 smi["problem"] or "looked in " + ", ".join(npu_host.NPU_SMI_PATHS)
             )
         )
-    rc, out, err = module.run_command([smi["real"], "info", "-t", "topo"], environ_update={"LC_ALL": "C"})
+    rc, out, err = execute([smi["real"], "info", "-t", "topo"], {"LC_ALL": "C"})  # module_utils/command.py
     rows = npu_smi.parse_topo(out) if rc == 0 else []
     if not rows:
         last = (out.strip() or err.strip() or "no output").splitlines()[-1]

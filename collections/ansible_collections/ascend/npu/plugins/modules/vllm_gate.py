@@ -147,7 +147,7 @@ def http(
 
 
 def container_state(name: str | None) -> str:
-    """"running", or what the container is instead: a replica runs with restart policy unless-stopped, so
+    """ "running", or what the container is instead: a replica runs with restart policy unless-stopped, so
     a crash during the gates shows as a restart, which fails them like an exit."""
     if not name:
         return "running"
@@ -159,7 +159,7 @@ def container_state(name: str | None) -> str:
     )
     if proc.returncode != 0:
         return "missing"
-    status, restarts, code = (proc.stdout.split() + ["", "0", "0"])[:3]
+    status, restarts, code = [*proc.stdout.split(), "", "0", "0"][:3]
     if restarts.isdigit() and int(restarts) > 0:
         return f"{status} after {restarts} restart(s) (it exited with {code})"
     return status
