@@ -9,24 +9,25 @@ Exit codes: 0 every SLO met (or none set) and no request failed; 3 an SLO missed
 
 from __future__ import annotations
 
-import asyncio
 import json
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.console import Console
 
-from orchestrator.bench.client import Load, Unreachable, run_levels
-from orchestrator.bench.report import print_table, report_json
-from orchestrator.bench.slo import all_checks
-from orchestrator.bench.stats import LevelStats, level_stats
-from orchestrator.bench.target import TargetError, find_target
 from orchestrator.cli import exits
 from orchestrator.cli.common import SiteArg, load
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
-from orchestrator.status.fleet import InventoryMissing
+
+# The bench layer (openai, httpx, numpy) is imported when bench runs, not for `bench --help` or the listing
+# of `orchestrator --help`.
+if TYPE_CHECKING:
+    from orchestrator.bench.client import Load
+    from orchestrator.bench.stats import LevelStats
+    from orchestrator.bench.target import Target
 
 WORDS = [
     "the",
@@ -77,6 +78,40 @@ def verdict_code(levels: list[LevelStats], checks: list[list[str]]) -> int:
     return exits.SLO_MISSED if failed or missed else exits.OK
 
 
+def _target(
+    inventory_dir: Path, model: str, key_ref: str | None, endpoint: str | None, err: Console
+) -> Target:
+    from orchestrator.bench.target import TargetError, find_target
+    from orchestrator.status.fleet import InventoryMissing
+
+    try:
+        return find_target(inventory_dir, model, key_ref, endpoint)
+    except TargetError as exc:
+        err.print(str(exc), markup=False)
+        raise typer.Exit(exits.INVALID_SPEC) from None
+    except InventoryMissing as exc:
+        err.print(str(exc), markup=False)
+        raise typer.Exit(exits.NO_SITE) from None
+
+
+def _measure(target: Target, work: Load, levels: list[int], err: Console) -> list[LevelStats]:
+    import asyncio
+
+    from orchestrator.bench.client import Unreachable, run_levels
+    from orchestrator.bench.stats import level_stats
+
+    try:
+        runs = asyncio.run(run_levels(target.base_url, target.api_key, work, levels))
+    except Unreachable as exc:
+        err.print(
+            f"cannot reach the endpoint: {exc}. Fix: check the address (or --endpoint) and that the "
+            "gateway / replica is up (`orchestrator status SITE`).",
+            markup=False,
+        )
+        raise typer.Exit(exits.ENDPOINT_UNREACHABLE) from None
+    return [level_stats(r) for r in runs]
+
+
 def bench_command(
     site: SiteArg,
     concurrency: Annotated[
@@ -110,6 +145,10 @@ def bench_command(
     Exit codes: 0 SLOs met (or none set), 3 an SLO missed or requests failed, 4 endpoint unreachable,
     2 invalid spec, 64 usage, 66 no such site / no rendered inventory.
     """
+    from orchestrator.bench.client import Load
+    from orchestrator.bench.report import print_table, report_json
+    from orchestrator.bench.slo import all_checks
+
     err = console(stderr=True)
     if duration_s is not None and requests is not None:
         err.print("give --duration-s or --requests, not both", markup=False)
@@ -132,24 +171,8 @@ def bench_command(
         requests=requests,
     )
     inventory_dir = Path(result.filename).resolve().parent
-    try:
-        target = find_target(inventory_dir, work.model, result.spec.serving.api_key, endpoint)
-    except TargetError as exc:
-        err.print(str(exc), markup=False)
-        raise typer.Exit(exits.INVALID_SPEC) from None
-    except InventoryMissing as exc:
-        err.print(str(exc), markup=False)
-        raise typer.Exit(exits.NO_SITE) from None
-    try:
-        runs = asyncio.run(run_levels(target.base_url, target.api_key, work, levels))
-    except Unreachable as exc:
-        err.print(
-            f"cannot reach the endpoint: {exc}. Fix: check the address (or --endpoint) and that the "
-            "gateway / replica is up (`orchestrator status SITE`).",
-            markup=False,
-        )
-        raise typer.Exit(exits.ENDPOINT_UNREACHABLE) from None
-    stats = [level_stats(r) for r in runs]
+    target = _target(inventory_dir, work.model, result.spec.serving.api_key, endpoint, err)
+    stats = _measure(target, work, levels, err)
     checks = all_checks(stats, spec.slo)
     rc = verdict_code(stats, [[c.verdict for c in cs] for cs in checks])
     header = {

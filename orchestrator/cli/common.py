@@ -1,21 +1,25 @@
 """Pieces the commands share: the SITE argument, spec-size and findings options, output format, and
-loading/rendering a site with the documented exit codes."""
+loading/rendering a site with the documented exit codes.
+
+Light to import (the options build every command's --help): validation and render are imported by load()
+and render_into()."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from orchestrator.cli import exits
-from orchestrator.cli.check import check_file
 from orchestrator.cli.output import console, summary_line
 from orchestrator.cli.sites import SiteNotFound, resolve_site
-from orchestrator.render import RenderConflict, RenderOutcome, render_inventory
 from orchestrator.spec.limits import MAX_SPEC_SIZE_ENV, LoadLimits, parse_size
-from orchestrator.validation import ValidationResult
+
+if TYPE_CHECKING:
+    from orchestrator.render import RenderOutcome
+    from orchestrator.validation import ValidationResult
 
 EXIT_INVALID = exits.INVALID_SPEC
 EXIT_CANTCREAT = exits.CANT_CREATE
@@ -69,6 +73,8 @@ def resolve(site: str) -> Path:
 
 def load(site: str, max_spec_size: int, max_findings: int, quiet: bool = True) -> ValidationResult:
     """Resolve SITE, validate it, print the findings; exit 2 when the spec is invalid."""
+    from orchestrator.cli.check import check_file
+
     path = resolve(site)
     result, code = check_file(path, console(stderr=True), LoadLimits(max_bytes=max_spec_size), max_findings)
     if code:
@@ -79,6 +85,8 @@ def load(site: str, max_spec_size: int, max_findings: int, quiet: bool = True) -
 
 
 def render_into(result: ValidationResult, target: Path, force: bool = False) -> RenderOutcome:
+    from orchestrator.render import RenderConflict, render_inventory
+
     err = console(stderr=True)
     try:
         outcome = render_inventory(result, target, force)

@@ -19,7 +19,6 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli import exits
-from orchestrator.cli.doctor_live import run_live
 from orchestrator.cli.output import console
 from orchestrator.doctor.logscan import read_log, scan_lines
 from orchestrator.doctor.report import LogResult, print_results, results_json
@@ -85,6 +84,8 @@ def doctor_command(
         )
         raise typer.Exit(exits.USAGE)
     if site is not None:
+        from orchestrator.cli.doctor_live import run_live  # the runner, the lock, the spec: not for --log
+
         run_live(site, hosts or [], fmt is DoctorFormat.json)
     if hosts:
         err.print("--host needs a SITE. Fix: `orchestrator doctor SITE --host H`.", markup=False)

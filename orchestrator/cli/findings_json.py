@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.spec.findings import Finding, format_path
-from orchestrator.validation import ValidationResult
+
+if TYPE_CHECKING:
+    from orchestrator.validation import ValidationResult
 
 
 def finding_json(f: Finding, filename: str) -> dict[str, Any]:

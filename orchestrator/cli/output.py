@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from orchestrator.planning.model import ReplicaPlan, SitePlan
 from orchestrator.spec.findings import Finding, format_finding
-from orchestrator.validation import ValidationResult
+
+if TYPE_CHECKING:  # light to import: every command's --help reads DEFAULT_MAX_FINDINGS from here
+    from orchestrator.planning.model import ReplicaPlan, SitePlan
+    from orchestrator.validation import ValidationResult
 
 
 def console(stderr: bool = False) -> Console:

@@ -9,12 +9,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from orchestrator.status.probes import Probe, gateway_workers, health, requests_running
-from orchestrator.status.releases import Releases
+
+if TYPE_CHECKING:  # bench reads the site (read_site) without the runner that reads the releases
+    from orchestrator.status.releases import Releases
 
 
 class InventoryMissing(Exception):

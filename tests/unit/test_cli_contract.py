@@ -9,6 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import typer.main
+
+from orchestrator.cli.app import Commands, app
 from tests.helpers import ROOT, load_example, run_cli, to_yaml
 
 EXAMPLE = "a2-single-distill"
@@ -74,23 +78,70 @@ def test_validate_json_lists_every_finding_with_its_position(tmp_path: Path) -> 
     assert ok["valid"] is True and ok["errors"] == 0 and len(ok["spec_sha256"]) == 64
 
 
-def test_validate_does_not_load_docker_or_the_simulator() -> None:
-    probe = (
-        "import sys\n"
-        "from orchestrator.cli.app import main\n"
-        "try:\n"
-        f"    main(['validate', '-q', '{EXAMPLE}'])\n"
-        "except SystemExit as e:\n"
-        "    assert e.code == 0, e.code\n"
-        "bad = sorted(m for m in sys.modules\n"
-        "             if m.split('.')[0] == 'docker' or m.startswith('orchestrator.sim'))\n"
-        "print(bad)\n"
-    )
+HEAVY = (
+    "openai",
+    "httpx",
+    "numpy",
+    "ansible_runner",
+    "junitparser",
+    "prometheus_client",
+    "matplotlib",
+    "docker",
+    "ansible",
+)
+"""What the commands that run playbooks, measure or simulate import (apply, drift, bench, sim, ...)."""
+NOT_FOR_VALIDATE = ("runner", "render", "history", "drift", "bench", "status", "doctor", "sim", "weights")
+"""orchestrator packages validate has no use for."""
+
+IMPORT_PROBE = """
+import importlib.util, json, sys
+argv, heavy, layers = json.loads(sys.argv[1])
+assert all(importlib.util.find_spec(name) for name in heavy), "every heavy module must be installed"
+from orchestrator.cli.app import main
+try:
+    main(argv)
+except SystemExit as e:
+    assert e.code == 0, e.code
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in heavy or m.split(".")[:2] in layers)
+print(json.dumps(loaded), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["validate", "--help"],
+        ["validate", "-q", EXAMPLE],
+        ["validate", "a2-pair-r1-w8a8"],
+        ["validate", "--format", "json", EXAMPLE],
+    ],
+    ids=["help", "quiet", "plan", "json"],
+)
+def test_validate_imports_only_what_it_uses(argv: list[str]) -> None:
+    """Commands are imported when they run (cli/lazy.py): validate loads no heavy dependency and none of the
+    layers that touch hosts, and so starts fast."""
+    layers = [["orchestrator", name] for name in NOT_FOR_VALIDATE]
     out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", IMPORT_PROBE, json.dumps([argv, HEAVY, layers])],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    assert json.loads(out.stderr.strip().splitlines()[-1]) == []
+
+
+def test_every_command_of_the_table_loads_under_its_name() -> None:
+    """A typo in the lazy table (cli/app.py) shows only when the command runs: load every one here."""
+    group = typer.main.get_command(app)
+    assert isinstance(group, Commands)
+    ctx = group.make_context("orchestrator", ["validate", "--help"], resilient_parsing=True)
+    assert group.list_commands(ctx) == list(Commands.lazy_commands)
+    for name in Commands.lazy_commands:
+        command = group.get_command(ctx, name)
+        assert command is not None and command.name == name and command.help, name
 
 
 def test_examples_writes_nothing_and_reports_a_stale_inventory(tmp_path: Path) -> None:
