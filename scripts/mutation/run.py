@@ -79,6 +79,20 @@ def generate() -> None:
     subprocess.run([sys.executable, "-c", _GENERATE], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
 
 
+def make_git_checkout() -> None:
+    """mutants/ as a git repository with one empty commit: the tests run in the copy, and one of them
+    (tests/unit/history/test_history_db.py) checks that project_version(ROOT) is the commit of the checkout
+    ROOT, which it reads only where ROOT/.git exists. Done once; mutmut leaves mutants/.git alone."""
+    MUTANTS.mkdir(exist_ok=True)
+    if (MUTANTS / ".git").exists():
+        return
+    git = ["git", "-C", str(MUTANTS), "-c", "user.name=mutmut", "-c", "user.email=mutmut@localhost"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    message = "mutmut's copy of the checkout (scripts/mutation/run.py)"
+    commit = ["commit", "-q", "--allow-empty", "--no-verify", "--no-gpg-sign", "-m", message]
+    subprocess.run([*git, *commit], check=True)
+
+
 def line(package: str, c: Counts) -> str:
     s = c.statuses
     return (
@@ -126,6 +140,7 @@ def selection(package: str, survivors: bool, every: int) -> list[str]:
 
 def run(packages: tuple[str, ...], survivors: bool, every: int, max_children: int) -> None:
     """One `mutmut run` for every package (mutmut runs the whole test suite once per call before mutating)."""
+    make_git_checkout()
     if every > 1 or survivors:
         generate()
     log = MUTANTS / "run.log"
