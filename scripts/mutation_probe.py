@@ -3,7 +3,7 @@
 saved clusters could hide. Each is applied to a scratch clone of HEAD and the integration tests that must
 catch it run there.
 
-    .venv/bin/python scripts/mutation_probe.py                        # every mutation (about 40 min on 2 cores)
+    .venv/bin/python scripts/mutation_probe.py            # every mutation (about 40 min on 2 cores)
     .venv/bin/python scripts/mutation_probe.py --only no-firmware-reboot --keep
 
 A mutation is caught when a test named for it fails or errors. The clone runs with this checkout's

@@ -64,3 +64,21 @@ def _host_summary(tuning: dict[str, Any]) -> str:
 )
 def test_host_phase_summary(tuning: dict[str, Any], summary: str) -> None:
     assert _host_summary(tuning) == summary
+
+
+def test_a_setting_the_kernel_has_no_place_for_is_named_as_skipped() -> None:
+    """kernels.yaml: kernel.sched_latency_ns left sysctl in Linux 5.13 and its debugfs file went in 6.6
+    (EEVDF); openEuler 24.03 runs 6.6, so the host phase says it skips it, and keeps the real sysctl."""
+    data = load_example("a2-single-distill")
+    data["os"] = {**data["os"], "distro": "openeuler", "version": "24.03"}
+    data["tuning"] = {
+        "cpu_governor": None,
+        "transparent_hugepages": None,
+        "sysctls": {"kernel.sched_latency_ns": 24000000, "vm.swappiness": 0},
+    }
+    result = validate_data(data)
+    assert result.spec is not None and result.plan is not None, [f.message for f in result.errors]
+    (host,) = [p for p in plan_phases(result.spec, result.plan) if p.name == "host"]
+    assert host.summary.startswith("tuning on 1 NPU server(s): 1 sysctls, skip kernel.sched_latency_ns; "), (
+        host.summary
+    )
