@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import ROOT, load_example, run_cli, to_yaml
+from tests.helpers import PATIENCE_S, ROOT, load_example, run_cli, to_yaml
 
 EXAMPLE = "a2-single-distill"
 
@@ -87,7 +87,12 @@ def test_validate_does_not_load_docker_or_the_simulator() -> None:
         "print(bad)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+        [sys.executable, "-c", probe],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE_S,
+        check=False,
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]"
