@@ -6,6 +6,9 @@ import io
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +18,24 @@ from orchestrator.validation import ValidationResult, validate_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "inventories"
+
+PATIENCE_S = 600.0
+"""How long a test waits for something that is bound to happen (a subprocess to finish, a server to come up,
+a fault file to be read). CI runs the unit tests at nice 19 beside the integration tests, so they may get a
+small fraction of the CPU; a wait returns as soon as the thing happens, so only a hang waits this long."""
+
+
+@contextmanager
+def cpu_seconds_at_most(limit: float, what: str = "the work") -> Iterator[None]:
+    """Fail when the block used more than `limit` seconds of this process's CPU time (all its threads).
+
+    CPU time, not wall time: the machine is shared (CI runs the unit tests at nice 19 beside the integration
+    tests), and other processes stretch the wall clock, not the CPU time of our work. Checked when the block
+    ends normally (an exception inside it propagates unchanged)."""
+    start = time.process_time()
+    yield
+    used = time.process_time() - start
+    assert used < limit, f"{what} took {used:.2f} s of CPU (budget {limit:g} s)"
 
 
 def load_example(name: str) -> dict[str, Any]:
@@ -45,7 +66,7 @@ def run_cli(
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE_S,
         check=False,
         env={**os.environ, **(env or {})},
     )

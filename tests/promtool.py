@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import PATIENCE_S
+
 DEBIAN_PATH = Path("/usr/bin/promtool")
 
 
@@ -37,7 +39,7 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        timeout=120,
+        timeout=PATIENCE_S,
         check=False,
     )
 

@@ -13,7 +13,7 @@ import pytest
 import typer.main
 
 from orchestrator.cli.app import Commands, app
-from tests.helpers import ROOT, load_example, run_cli, to_yaml
+from tests.helpers import PATIENCE_S, ROOT, load_example, run_cli, to_yaml
 
 EXAMPLE = "a2-single-distill"
 
@@ -126,7 +126,7 @@ def test_validate_imports_only_what_it_uses(argv: list[str]) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE_S,
         check=False,
     )
     assert out.returncode == 0, out.stderr

@@ -23,6 +23,7 @@ import pytest
 
 from orchestrator.spec.findings import Finding, format_finding, format_path
 from orchestrator.validation import ValidationResult, validate_file
+from tests.helpers import PATIENCE_S
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "invalid"
@@ -161,7 +162,7 @@ def _run_cli(path: Path) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE_S,
         check=False,
     )
 

@@ -13,6 +13,7 @@ import pytest
 from orchestrator.spec.findings import Finding, Position, error, format_finding, format_path, sort_findings
 from orchestrator.spec.loader import Document, SourceMap, load_file, parse_text
 from orchestrator.validation import validate_file, validate_text
+from tests.helpers import PATIENCE_S
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -334,7 +335,7 @@ def test_cli_on_a_missing_file_names_the_paths_it_tried(tmp_path: Path) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE_S,
         check=False,
     )
     assert proc.returncode == 66

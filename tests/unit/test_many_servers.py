@@ -51,7 +51,11 @@ def test_findings_sort_numerically_by_path_where_positions_tie() -> None:
 
 
 def test_validate_and_render_grow_linearly() -> None:
-    """768 servers cost about 8x 96 servers (quadratic code would cost 64x); best of two runs each."""
+    """768 servers cost about 8x 96 servers (quadratic code would cost 64x); best of two runs each.
+
+    The cost is the CPU time of this process, not the wall time: the machine is shared (CI runs the unit
+    tests at nice 19 beside the integration tests), and time spent waiting for a CPU is not the code's cost
+    but would stretch one size's wall time and not the other's."""
     from benchmarks.bench_scale import large_site_text
     from orchestrator.render import render_texts
 
@@ -59,12 +63,12 @@ def test_validate_and_render_grow_linearly() -> None:
         text = large_site_text(n)
         best = math.inf
         for _ in range(2):
-            start = time.perf_counter()
+            start = time.process_time()
             result = validate_text(text)
             assert result.ok, result.errors[:3]
             render_texts(result)
-            best = min(best, time.perf_counter() - start)
+            best = min(best, time.process_time() - start)
         return best
 
     small, large = cost(96), cost(768)
-    assert large / small < 20, f"96 servers {small:.2f} s, 768 servers {large:.2f} s"
+    assert large / small < 20, f"96 servers {small:.2f} s, 768 servers {large:.2f} s of CPU"

@@ -11,13 +11,13 @@ as an exception.
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import os
 import re
-from collections.abc import Iterator
-from datetime import timedelta
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ParamSpec
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -32,7 +32,7 @@ from orchestrator.spec.limits import DEFAULT_LIMITS
 from orchestrator.spec.loader import SourceMap, parse_text
 from orchestrator.spec.scalars import ComposeError
 from orchestrator.spec.textfile import check_characters
-from tests.helpers import EXAMPLES, to_yaml
+from tests.helpers import EXAMPLES, cpu_seconds_at_most, to_yaml
 
 SITES = sorted(EXAMPLES.glob("*/site.yaml"))
 TEXTS = {p.parent.name: p.read_bytes() for p in SITES}
@@ -41,14 +41,34 @@ DATA: dict[str, Any] = {}
 
 # at least 500 per run (CI); ORCHESTRATOR_MUTANTS=5000 runs more locally
 EXAMPLES_PER_RUN = max(500, int(os.environ.get("ORCHESTRATOR_MUTANTS", "500")))
-# A mutant takes ~30 ms; the deadline only catches a hang (an alias bomb, a quadratic rule) on a busy,
-# shared machine without failing on a slow one.
+# A mutant takes ~30 ms of CPU; the deadline only catches a hang (an alias bomb, a quadratic rule) without
+# failing on a slow machine. It counts each example's CPU time (cpu_deadline), not wall time as Hypothesis's
+# own deadline does: the machine is shared (CI runs the unit tests at nice 19 beside the integration tests),
+# and an example that waited seconds for a CPU has not done seconds of work.
+DEADLINE_CPU_S = 5.0
 PROPERTY = settings(
     max_examples=EXAMPLES_PER_RUN,
-    deadline=timedelta(seconds=5),
+    deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     print_blob=True,
 )
+
+P = ParamSpec("P")
+
+
+def cpu_deadline(seconds: float) -> Callable[[Callable[P, None]], Callable[P, None]]:
+    """Hypothesis's deadline in CPU time: each call of the test (one example) fails past `seconds` of CPU."""
+
+    def decorate(test: Callable[P, None]) -> Callable[P, None]:
+        @functools.wraps(test)
+        def timed(*args: P.args, **kwargs: P.kwargs) -> None:
+            with cpu_seconds_at_most(seconds, "one example"):
+                test(*args, **kwargs)
+
+        return timed
+
+    return decorate
+
 
 YAML_BYTES = [
     b"&a ",
@@ -240,6 +260,7 @@ def spec_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @PROPERTY
 @given(raw=mutants())
+@cpu_deadline(DEADLINE_CPU_S)
 def test_a_mutated_example_is_valid_or_refused_with_located_findings(spec_file: Path, raw: bytes) -> None:
     spec_file.write_bytes(raw)
     err = Console(file=io.StringIO(), width=200)
@@ -289,6 +310,7 @@ def _compose_with(text: str, fast: bool) -> tuple[str, str]:
 
 @settings(PROPERTY, max_examples=200)
 @given(raw=mutants())
+@cpu_deadline(DEADLINE_CPU_S)
 def test_libyaml_and_ruamels_parser_compose_the_same(raw: bytes) -> None:
     """The loader reads with libyaml and asks ruamel's parser only when libyaml refuses: where both read a
     text, they must agree on every value and position."""

@@ -27,6 +27,7 @@ import pytest
 
 from orchestrator.drift.outputs_prometheus import registry_for, textfile_text
 from orchestrator.drift.report import build_report
+from tests.helpers import PATIENCE_S
 from tests.prometheus_config import site_vars, write_config
 from tests.promtool import prometheus
 from tests.unit.drift.drift_runs import drift_run
@@ -74,7 +75,7 @@ def _query(base: str, expr: str) -> list[dict[str, Any]]:
 
 
 def _wait(base: str, expr: str, count: int, proc: subprocess.Popen[str]) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + PATIENCE_S
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.stdout.read() if proc.stdout else "prometheus exited"
         try:
@@ -84,11 +85,13 @@ def _wait(base: str, expr: str, count: int, proc: subprocess.Popen[str]) -> list
         if len(found) >= count:
             return found
         time.sleep(0.5)
-    raise AssertionError(f"Prometheus did not return {count} series for {expr} within 60 s")
+    raise AssertionError(f"Prometheus did not return {count} series for {expr} within {PATIENCE_S:g} s")
 
 
 def test_the_node_job_keeps_the_drift_textfiles_host_label(tmp_path: Path, exporter: str) -> None:
-    variables = site_vars("a2-fleet-gateway", monitoring_scrape_interval_s=1, monitoring_scrape_timeout_s=1)
+    # a scrape timeout of seconds, not 1 s: the exporter runs in this (nice 19, on CI) test process, and a
+    # scrape that times out while it waits for a CPU would leave no samples behind
+    variables = site_vars("a2-fleet-gateway", monitoring_scrape_interval_s=5, monitoring_scrape_timeout_s=5)
     node = next(j for j in variables["monitoring_scrape_jobs"] if j["name"] == "node")
     assert node["honor_labels"] is True
     target = [{"address": exporter, "labels": {"host": "edge-01"}}]
@@ -127,7 +130,7 @@ def test_the_node_job_keeps_the_drift_textfiles_host_label(tmp_path: Path, expor
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=PATIENCE_S)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

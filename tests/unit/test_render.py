@@ -20,6 +20,7 @@ from orchestrator.render import render, render_texts
 from orchestrator.render.manifest import MANIFEST
 from orchestrator.render.writer import header
 from orchestrator.validation import ValidationResult, validate_file, validate_text
+from tests.helpers import PATIENCE_S
 
 ROOT = Path(__file__).resolve().parents[2]
 # The hand-written examples; a spec that says it is generated (e.g. by `orchestrator sim up`) is scratch.
@@ -190,7 +191,7 @@ def _cli_render(spec: Path, out: Path) -> subprocess.CompletedProcess[str]:
         [str(BIN / "orchestrator"), "render", str(spec), "--out", str(out)],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE_S,
         check=False,
     )
 
@@ -434,7 +435,7 @@ def test_ansible_inventory_reads_the_committed_inventory(spec: Path, tmp_path: P
         text=True,
         env=env,
         cwd=tmp_path,
-        timeout=300,
+        timeout=PATIENCE_S,
         check=False,
     )
     assert proc.returncode == 0, proc.stderr

@@ -23,6 +23,7 @@ from orchestrator.render.manifest import (
     sha256_text,
 )
 from orchestrator.validation import ValidationResult, validate_file, validate_text
+from tests.helpers import PATIENCE_S
 
 ROOT = Path(__file__).resolve().parents[2]
 FLEET = ROOT / "inventories" / "a2-fleet-gateway" / "site.yaml"
@@ -255,7 +256,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=PATIENCE_S,
         check=False,
     )
 

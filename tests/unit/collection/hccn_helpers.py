@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import PATIENCE_S
 from tests.unit.sim.ascend_fake_helpers import FAKES, HW_910B4, PYTHON, REPO, driver_loaded, env, tool
 
 COLLECTIONS = REPO / "collections"
@@ -81,7 +82,7 @@ def run_module(
         capture_output=True,
         text=True,
         env=environ,
-        timeout=300,
+        timeout=PATIENCE_S,
         check=False,
     )
     try:

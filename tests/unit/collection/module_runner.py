@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import PATIENCE_S
 from tests.unit.sim.ascend_fake_helpers import REPO, env
 
 COLLECTIONS = REPO / "collections"
@@ -33,7 +34,7 @@ def run_module(
         capture_output=True,
         text=True,
         env=environ,
-        timeout=300,
+        timeout=PATIENCE_S,
         check=False,
     )
     try:

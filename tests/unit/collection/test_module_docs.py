@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import PATIENCE_S
+
 ROOT = Path(__file__).resolve().parents[3]
 COLLECTIONS = ROOT / "collections"
 MODULES = sorted((COLLECTIONS / "ansible_collections/ascend/npu/plugins/modules").glob("*.py"))
@@ -46,7 +48,7 @@ def test_ansible_doc_reads_the_module_and_its_options_match_the_argument_spec(mo
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=PATIENCE_S,
         check=False,
     )
     assert proc.returncode == 0 and "ERROR" not in proc.stderr, proc.stderr

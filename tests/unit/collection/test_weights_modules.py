@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from ansible_collections.ascend.npu.plugins.filter.weights_fanout import weights_fanout
 
+from tests.helpers import PATIENCE_S
 from tests.unit.collection.module_runner import COLLECTIONS, MODULES
 
 SHARD = 2 * 1024 * 1024 + 11
@@ -29,7 +30,7 @@ def run(name: str, args: dict[str, Any], tmp: Path, check_mode: bool = False) ->
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(COLLECTIONS)},
-        timeout=120,
+        timeout=PATIENCE_S,
         check=False,
     )
     result: dict[str, Any] = json.loads(proc.stdout)

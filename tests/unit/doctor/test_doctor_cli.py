@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import ROOT, run_cli
+from tests.helpers import PATIENCE_S, ROOT, run_cli
 
 DATA = ROOT / "tests/data/doctor"
 F2 = str(DATA / "f2-hccl-buffsize.log")
@@ -124,7 +124,7 @@ def test_log_dash_reads_standard_input() -> None:
         input=(DATA / "f5-get-socket-timeout.log").read_bytes(),
         capture_output=True,
         cwd=ROOT,
-        timeout=120,
+        timeout=PATIENCE_S,
         check=False,
     )
     assert out.returncode == 3, out.stderr

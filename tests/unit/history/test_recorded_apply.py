@@ -26,7 +26,7 @@ from orchestrator.history.lock import holder_path, lock_path
 from orchestrator.render.ansible_cfg import ansible_cfg_text
 from orchestrator.runner.apply import ApplyRequest, PhaseChoice
 from orchestrator.runner.project import Content
-from tests.helpers import ROOT
+from tests.helpers import PATIENCE_S, ROOT
 
 SLEEPER = """\
 - name: Test host
@@ -85,7 +85,8 @@ def test_sigint_mid_phase_is_recorded_with_the_resume_command_and_frees_the_lock
     seen: dict[str, object] = {}
 
     def interrupt_once_sleeping() -> None:
-        for _ in range(300):
+        deadline = time.monotonic() + PATIENCE_S
+        while time.monotonic() < deadline:
             if pidfile.exists() and pidfile.read_text().strip():
                 break
             time.sleep(0.1)

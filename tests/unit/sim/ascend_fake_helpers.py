@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import PATIENCE_S
+
 REPO = Path(__file__).resolve().parents[3]
 FAKES = REPO / "images" / "sim-server" / "ascend_fakes"
 SAMPLES = Path(__file__).resolve().parent / "fake_samples"
@@ -129,7 +131,7 @@ def tool(
         capture_output=True,
         text=True,
         env=env(root, **extra),
-        timeout=60,
+        timeout=PATIENCE_S,
         check=False,
     )
 
@@ -144,7 +146,7 @@ def run_package(
         capture_output=True,
         text=True,
         env=env(root, **extra),
-        timeout=120,
+        timeout=PATIENCE_S,
         check=False,
     )
 

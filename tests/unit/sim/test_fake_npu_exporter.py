@@ -19,6 +19,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from orchestrator.sim.npu_exporter_package import build_npu_exporter_package
+from tests.helpers import PATIENCE_S
 from tests.unit.sim.ascend_fake_helpers import FAKES, HW_910B4, PYTHON, REFERENCE, env, host, put
 
 
@@ -42,10 +43,10 @@ def _free_port() -> int:
 
 
 def _scrape(url: str) -> str:
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + PATIENCE_S
     while True:
         try:
-            with urllib.request.urlopen(url, timeout=5) as resp:
+            with urllib.request.urlopen(url, timeout=PATIENCE_S) as resp:
                 return str(resp.read().decode())
         except OSError:
             if time.monotonic() > deadline:
@@ -86,7 +87,7 @@ def test_the_exporter_serves_every_chip_and_the_faults(tmp_path: Path) -> None:
         text = _scrape(f"http://127.0.0.1:{port}/metrics")
     finally:
         proc.terminate()
-        _, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=PATIENCE_S)
     assert b"Traceback" not in err, err.decode()
     assert "# TYPE npu_chip_info_health_status gauge" in text
     samples = [line for line in text.splitlines() if line.startswith("npu_chip_info_health_status{")]

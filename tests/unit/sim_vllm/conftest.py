@@ -21,6 +21,7 @@ import pytest
 
 from orchestrator.sim.checkpoint import generate_checkpoint
 from orchestrator.sim.fake_vllm_image import prepare_build_context
+from tests.helpers import PATIENCE_S
 
 CKPT_BYTES = 2 << 20
 
@@ -58,7 +59,12 @@ class Response:
 
 
 def http(
-    port: int, path: str, body: dict[str, Any] | None = None, *, key: str | None = None, timeout: float = 10.0
+    port: int,
+    path: str,
+    body: dict[str, Any] | None = None,
+    *,
+    key: str | None = None,
+    timeout: float = PATIENCE_S,
 ) -> Response:
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(
@@ -88,7 +94,7 @@ class Proc:
     def stderr(self) -> str:
         return self.err.read_text(encoding="utf-8", errors="replace")
 
-    def wait(self, timeout: float = 15.0) -> int:
+    def wait(self, timeout: float = PATIENCE_S) -> int:
         return self.popen.wait(timeout=timeout)
 
     def alive(self) -> bool:
@@ -98,11 +104,11 @@ class Proc:
         """/health status, None while the port is closed."""
         assert self.port is not None
         try:
-            return http(self.port, "/health", timeout=2).status
+            return http(self.port, "/health").status
         except OSError:
             return None
 
-    def wait_healthy(self, timeout: float = 15.0) -> None:
+    def wait_healthy(self, timeout: float = PATIENCE_S) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if not self.alive():
@@ -114,7 +120,7 @@ class Proc:
             time.sleep(0.05)
         raise AssertionError(f"server not healthy after {timeout}s:\n{self.stdout()}\n{self.stderr()}")
 
-    def wait_port(self, timeout: float = 15.0) -> None:
+    def wait_port(self, timeout: float = PATIENCE_S) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self.alive():
             if self.health() is not None:
@@ -122,7 +128,7 @@ class Proc:
             time.sleep(0.05)
         raise AssertionError(f"port never opened:\n{self.stdout()}\n{self.stderr()}")
 
-    def terminate(self, timeout: float = 10.0) -> int:
+    def terminate(self, timeout: float = PATIENCE_S) -> int:
         if self.alive():
             self.popen.send_signal(signal.SIGTERM)
         return self.popen.wait(timeout=timeout)
@@ -168,8 +174,11 @@ class Sandbox:
             "FAKE_VLLM_INIT_S": "0",
             "FAKE_VLLM_TOKEN_MS": "0",
             "FAKE_VLLM_FAULTS_POLL_S": "0.1",
-            "FAKE_VLLM_DP_HEARTBEAT_S": "0.2",
-            "FAKE_VLLM_DP_CONNECT_TIMEOUT_S": "20",
+            # a peer is lost when its connection ends (what the tests do) or after 5 silent heartbeats: on a
+            # shared machine (CI runs the unit tests at nice 19 beside the integration tests) a short beat
+            # loses a rank that only waited for a CPU, so silence takes minutes here
+            "FAKE_VLLM_DP_HEARTBEAT_S": "60",
+            "FAKE_VLLM_DP_CONNECT_TIMEOUT_S": str(PATIENCE_S),  # a headless waits for its head to come up
             "FAKE_VLLM_DP_LOST_TIMEOUT_S": "1",
         }
         if mask is not None:
@@ -199,7 +208,7 @@ class Sandbox:
     def run(self, args: list[str], mask: str | None = "0", **env: str) -> Proc:
         """Start and wait for exit (start-up failures)."""
         proc = self.start(args, mask, **env)
-        proc.wait(timeout=20)
+        proc.wait()
         return proc
 
     def process_table(self) -> dict[str, Any]:
@@ -213,7 +222,7 @@ class Sandbox:
         for proc in self.procs:
             if proc.alive():
                 proc.popen.kill()
-                proc.popen.wait(timeout=10)
+                proc.popen.wait(timeout=PATIENCE_S)
 
 
 @pytest.fixture

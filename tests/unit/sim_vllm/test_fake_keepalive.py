@@ -8,6 +8,7 @@ import http.client
 import json
 from pathlib import Path
 
+from tests.helpers import PATIENCE_S
 from tests.unit.sim_vllm.conftest import Sandbox
 
 
@@ -15,7 +16,7 @@ def test_error_answers_leave_the_connection_usable(sandbox: Sandbox, checkpoints
     proc = sandbox.start(["serve", str(checkpoints["a"]), "--served-model-name", "m", "--api-key", "k"])
     proc.wait_healthy()
     body = json.dumps({"model": "m", "prompt": "hello there", "max_tokens": 2})
-    conn = http.client.HTTPConnection("127.0.0.1", proc.port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", proc.port, timeout=PATIENCE_S)
     answers = []
     for path, headers in [
         ("/v1/completions", {}),  # 401: no key

@@ -9,6 +9,7 @@ from typing import Any
 from ruamel.yaml import YAML
 
 from orchestrator.sim.checkpoint import generate_checkpoint
+from tests.helpers import PATIENCE_S
 
 from .conftest import Proc, Sandbox, free_port, http
 
@@ -36,13 +37,22 @@ def _headless(sandbox: Sandbox, model: Path, rpc: int, start_rank: int) -> Proc:
     return sandbox.start(args, mask="1")
 
 
-def _wait_health(proc: Proc, status: int, timeout: float = 10.0) -> None:
+def _wait_health(proc: Proc, status: int, timeout: float = PATIENCE_S) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.health() == status:
             return
         time.sleep(0.05)
     raise AssertionError(f"/health never became {status}:\n{proc.stdout()}")
+
+
+def _wait_output(proc: Proc, text: str, timeout: float = PATIENCE_S) -> None:
+    """Until `text` is in proc's stdout: a headless logs that it joined after the head counted it (the head
+    may turn healthy first, and on a busy machine the headless may log much later)."""
+    deadline = time.monotonic() + timeout
+    while text not in proc.stdout() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert text in proc.stdout(), proc.stdout()
 
 
 def test_head_waits_for_headless_ranks(sandbox: Sandbox, checkpoints: dict[str, Path]) -> None:
@@ -66,7 +76,7 @@ def test_head_waits_for_headless_ranks(sandbox: Sandbox, checkpoints: dict[str, 
 
     worker = _headless(sandbox, checkpoints["a"], rpc, 1)
     head.wait_healthy()
-    assert "joined" in worker.stdout()
+    _wait_output(worker, "joined")
     assert "Launching 1 data parallel engine(s) in headless mode" in worker.stdout()
     assert http(head.port, "/v1/completions", {"model": "m", "prompt": "hi"}).status == 200
     metrics = http(head.port, "/metrics").body.decode()
@@ -78,7 +88,7 @@ def test_head_waits_for_headless_ranks(sandbox: Sandbox, checkpoints: dict[str, 
     head.wait_healthy()
 
     assert head.terminate() == 0  # the head goes away for good: the headless gives up
-    assert worker.wait(timeout=15) == 1
+    assert worker.wait() == 1
     assert "lost the data parallel head at 127.0.0.1" in worker.stderr()
     assert sandbox.process_table() == {}
 
@@ -128,5 +138,5 @@ def test_rendered_two_node_replica_comes_up(sandbox: Sandbox, tmp_path: Path) ->
     )
     assert resp.status == 200, resp.body
     assert sorted(sandbox.process_table()) == [str(n) for n in range(8)]
-    assert "DP ranks [2, 3] joined" in node.stdout()
+    _wait_output(node, "DP ranks [2, 3] joined")
     assert node.terminate() == 0 and head.terminate() == 0
