@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 import pytest
@@ -35,3 +36,16 @@ def duo() -> dict[str, Any]:
 @pytest.fixture
 def fleet() -> dict[str, Any]:
     return copy.deepcopy(load_example("a2-fleet-gateway"))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The run's golden snapshots (tests/integration/sim/goldens.py) go when the whole run ends: here, in
+    the only process without xdist or in xdist's controller (which loads this file, not the integration
+    conftest), never in a worker."""
+    if hasattr(session.config, "workerinput") or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    base = session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    if (base / "goldens").is_dir():
+        from tests.integration.sim import goldens
+
+        goldens.remove_all(base)

@@ -62,3 +62,13 @@ def remove(folder: FolderArg) -> None:
         [f"removed {x}" for x in lines],
         f"snapshot {folder}: " + ("removed" if lines else "nothing to remove"),
     )
+
+
+@snapshot_app.command("prune")
+def prune() -> None:
+    """Remove the images and volumes of snapshots whose folder is gone (and that no container runs from)."""
+    from orchestrator.cli.sim_cmds import _run
+    from orchestrator.sim import snapshot
+
+    lines = _run(snapshot.prune)
+    _print([f"removed {x}" for x in lines], "pruned" if lines else "no orphaned snapshot")

@@ -57,6 +57,7 @@ from orchestrator.sim.state import (
 
 REPO = "ascend-sim-snapshot"
 LABEL_ID = "io.ascend-sim.snapshot"
+LABEL_DIR = "io.ascend-sim.snapshot-dir"  # the folder that holds the rest: without it the images are orphans
 MANIFEST = "snapshot.json"
 FORMAT = 1
 STOP_TIMEOUT_S = 60
@@ -176,13 +177,19 @@ def save(root: Path, name: str, dest: Path, say: Say) -> list[str]:
             tag=tag,
             changes=[
                 f'LABEL {LABEL}="" {images.LABEL_KIND}=snapshot {LABEL_ID}={snap_id} '
-                f"{images.LABEL_SNAPSHOT_OF}={name} io.ascend-sim.address={s.address}"
+                f"{images.LABEL_SNAPSHOT_OF}={name} io.ascend-sim.address={s.address} "
+                f'{LABEL_DIR}="{dest.resolve()}"'
             ],
         )
         volume = cli.volumes.get(f"{container_name(name, s.name)}-docker")
         kept = cli.volumes.create(
             _snapshot_volume(snap_id, s.name),
-            labels={LABEL_ID: snap_id, images.LABEL_SNAPSHOT_OF: name, images.LABEL_KIND: "snapshot"},
+            labels={
+                LABEL_ID: snap_id,
+                images.LABEL_SNAPSHOT_OF: name,
+                images.LABEL_KIND: "snapshot",
+                LABEL_DIR: str(dest.resolve()),
+            },
         )
         _move_children(Path(volume.attrs["Mountpoint"]), Path(kept.attrs["Mountpoint"]))
         ctr.remove(v=True, force=True)
@@ -337,4 +344,27 @@ def remove(src: Path) -> list[str]:
     if src.exists():
         shutil.rmtree(src)
         removed.append(f"files {src}")
+    return removed
+
+
+def prune() -> list[str]:
+    """Remove the images and volumes of snapshots whose folder is gone (a test run that was killed, a
+    folder deleted by hand) and that no container runs from."""
+    cli = client()
+    ctrs = cli.containers.list(all=True, filters={"label": LABEL})
+    used = {c.image.id for c in ctrs if c.image is not None}
+    removed: list[str] = []
+    for vol in cli.volumes.list(filters={"label": f"{images.LABEL_KIND}=snapshot"}):
+        folder = (vol.attrs.get("Labels") or {}).get(LABEL_DIR)
+        if folder and not Path(folder, MANIFEST).is_file():
+            with contextlib.suppress(NotFound):
+                vol.remove(force=True)
+                removed.append(f"volume {vol.name}")
+    for img in cli.images.list(filters={"label": f"{images.LABEL_KIND}=snapshot"}):
+        folder = (img.labels or {}).get(LABEL_DIR)
+        if folder and not Path(folder, MANIFEST).is_file() and img.id not in used:
+            for tag in img.tags or [img.id]:
+                with contextlib.suppress(ImageNotFound, NotFound):
+                    cli.images.remove(tag)
+                    removed.append(f"image {tag}")
     return removed

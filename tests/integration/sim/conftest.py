@@ -11,19 +11,23 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.sim import goldens
 from tests.integration.sim.sim_helpers import Sim, module_cluster
 
-# Rough wall seconds of each group on the 2-core CI machine (scripts/test prints the measured ones):
-# only their order matters, for the longest-first start.
+# Relative wall seconds of each group (measured on the 2-core machine with both workers busy; scripts/test
+# prints the latest): only their order matters, for the longest-first start.
 COST = {
-    "golden-mx": 900,
-    "test_gateway_phase": 700,
-    "golden-s1": 500,
-    "golden-h2": 450,
-    "test_host_layer_e2e": 400,
-    "test_weights_phase": 300,
-    "test_image_phase": 300,
+    "golden-mx": 3000,
+    "test_gateway_phase": 2250,
+    "golden-h2": 1870,
+    "test_host_layer_e2e": 1510,
+    "golden-s1": 1390,
+    "test_weights_phase": 440,
+    "test_image_phase": 410,
+    "test_apply_runner": 340,
+    "test_host_tuning": 250,
+    "test_container_runtime": 210,
+    "test_drivers_phase": 200,
+    "test_sim_hccn_network": 120,
 }
 
 
@@ -53,12 +57,3 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         rank = {id(i): -COST.get(_group(i), 100) for i in mine}
         others = [i for i in items if id(i) not in rank]
         items[:] = others + sorted(mine, key=lambda i: rank[id(i)])
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """The run's golden snapshots go when the whole run ends (in the xdist controller, or the only
-    process without xdist)."""
-    if hasattr(session.config, "workerinput"):
-        return
-    factory = session.config._tmp_path_factory  # type: ignore[attr-defined]
-    goldens.remove_all(factory.getbasetemp())

@@ -226,10 +226,11 @@ def module_golden(factory: pytest.TempPathFactory, key: str) -> Iterator[Sim]:
 
 
 def remove_all(run: Path) -> None:
-    """The run's snapshots (images, volumes, folders): called once, when the whole run ends."""
-    for snap in sorted((run / "goldens").glob("*/snapshot")):
+    """The run's snapshots (images, volumes, folders), and those of earlier runs that were killed before
+    they could remove theirs: called once, when the whole run ends."""
+    for argv in [["rm", str(snap)] for snap in sorted((run / "goldens").glob("*/snapshot"))] + [["prune"]]:
         subprocess.run(
-            [str(BIN / "orchestrator"), "sim", "snapshot", "rm", str(snap)],
+            [str(BIN / "orchestrator"), "sim", "snapshot", *argv],
             capture_output=True,
             text=True,
             check=False,
