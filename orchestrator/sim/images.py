@@ -63,10 +63,25 @@ BASE_PACKAGES = (
     "make",
     "gcc",
     "net-tools",
+    "dpkg-dev",
 )
+# What the roles install with apt on a Debian server (container_runtime: python3-docker beside docker.io;
+# node_exporter; prometheus on the monitoring host; npu_exporter: unzip; vllm_image: zstd), downloaded with
+# their dependencies and recommends (what `apt-get install` picks on a server) into a flat repository inside
+# the image, which is the servers' only apt source: a test run installs the same packages through the same
+# tasks, with no download and no network, and `apt-get update` reads an index of ~70 packages, not Debian's.
+REPO_DIR = "/srv/ascend-sim-apt"
+REPO_PACKAGES = ("docker.io", "python3-docker", "prometheus-node-exporter", "prometheus", "unzip", "zstd")
 # Run in the debootstrapped tree (chroot) before it is imported: no caches, no host keys (each server gets
 # its own, made by `sim up`), sshd's privilege-separation dir.
-BASE_POST = """set -e
+BASE_POST = f"""set -e
+apt-get clean
+apt-get update -q
+apt-get install --download-only -y -q {' '.join(REPO_PACKAGES)}
+mkdir -p {REPO_DIR}
+mv /var/cache/apt/archives/*.deb {REPO_DIR}/
+(cd {REPO_DIR} && dpkg-scanpackages --multiversion . /dev/null > Packages 2>/dev/null)
+echo 'deb [trusted=yes] file:{REPO_DIR} ./' > /etc/apt/sources.list
 apt-get clean
 rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/log/*.log /var/log/apt/*
 rm -f /etc/ssh/ssh_host_*
@@ -79,7 +94,7 @@ BASE_CHANGES = (
     'CMD ["/bin/bash"]',
     f"LABEL {LABEL_KIND}=base",
 )
-RECIPE_VERSION = 1
+RECIPE_VERSION = 2
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_CONTEXT = ROOT / "images" / "sim-server"
@@ -290,7 +305,7 @@ SEED_EXCLUDES = (
     "./usr/libexec/gcc", "./usr/share/locale", "./usr/share/doc", "./usr/share/man", "./usr/share/perl",
     "./usr/lib/x86_64-linux-gnu/perl", "./usr/lib/aarch64-linux-gnu/perl", "./var/lib/dkms",
     "./usr/lib/*/libasan*", "./usr/lib/*/libtsan*", "./usr/lib/*/libhwasan*", "./usr/lib/*/liblsan*",
-    "./usr/lib/*/libubsan*",
+    "./usr/lib/*/libubsan*", f".{REPO_DIR}",
 )  # fmt: skip
 
 
