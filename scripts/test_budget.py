@@ -13,6 +13,7 @@ sum includes its module-scoped fixtures (the cluster bring-up on its first test,
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import sys
 import time
@@ -85,7 +86,22 @@ def report() -> int:
         shown = sorted(found.items(), key=lambda kv: -kv[1][0])
         for name, (s, n, bad) in shown if suite == "integration" else shown[:10]:
             print(f"  {name:<42}{s:>8.0f} s {n:>4} tests" + (f"  {bad} failed" if bad else ""))
+    goldens(REPORTS / "goldens.jsonl")
     return 0
+
+
+def goldens(path: Path) -> None:
+    """What the goldens (tests/integration/sim/goldens.py) cost: each step's count and seconds."""
+    if not path.is_file():
+        return
+    steps: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for line in path.read_text(encoding="utf-8").splitlines():
+        rec = json.loads(line)
+        steps[(rec["golden"], rec["step"])].append(float(rec["seconds"]))
+    print("== goldens: converged once, restored per module (wall s)")
+    for (key, step), seconds in sorted(steps.items()):
+        mean, total = sum(seconds) / len(seconds), sum(seconds)
+        print(f"  {key:<6}{step:<12}{len(seconds):>3} x {mean:>6.0f} s = {total:>6.0f} s")
 
 
 def main(argv: list[str]) -> int:

@@ -60,3 +60,24 @@ def test_report_prints_steps_totals_and_modules(
     assert "wall 1210 s of the 1800 s goal (within the goal" in out, out
     mod.mark("next")
     assert (tmp_path / "steps.tsv").read_text().splitlines()[-1].startswith("next\t")
+
+
+def test_report_sums_the_goldens_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = budget()
+    monkeypatch.setattr(mod, "REPORTS", tmp_path)
+    monkeypatch.setattr(mod, "STEPS", tmp_path / "steps.tsv")
+    (tmp_path / "steps.tsv").write_text("start\t1000.0\t0\t0\nend\t1100.0\t0\t0\n")
+    recs = [("mx", "converge", 300.0), ("mx", "restore", 20.0), ("mx", "restore", 30.0)]
+    (tmp_path / "goldens.jsonl").write_text(
+        "".join(f'{{"golden": "{k}", "step": "{s}", "seconds": {t}}}\n' for k, s, t in recs)
+    )
+    assert mod.report() == 0
+    out = capsys.readouterr().out.splitlines()
+    head = out.index("== goldens: converged once, restored per module (wall s)")
+    rows = [line.split() for line in out[head + 1 :]]
+    assert rows == [
+        ["mx", "converge", "1", "x", "300", "s", "=", "300", "s"],
+        ["mx", "restore", "2", "x", "25", "s", "=", "50", "s"],
+    ], out

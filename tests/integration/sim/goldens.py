@@ -101,13 +101,26 @@ def apply_argv(sim: Sim, golden: Golden, *extra: str) -> list[str]:
     return [str(BIN / "orchestrator"), "apply", sim.name, "--yes", "--format", "json", *phases, *extra]
 
 
+def timed(key: str, step: str, started: float) -> None:
+    """One line of $TEST_REPORTS/goldens.jsonl (scripts/test_budget.py report sums them): what a golden's
+    step took, so the budget shows what the goldens cost and what they save."""
+    reports = os.environ.get("TEST_REPORTS")
+    if reports and Path(reports).is_dir():
+        line = {"golden": key, "step": step, "seconds": round(time.monotonic() - started, 1)}
+        with (Path(reports) / "goldens.jsonl").open("a", encoding="utf-8") as out:
+            out.write(json.dumps(line) + "\n")
+
+
 def _converge(golden: Golden, paths: Paths, name: str) -> subprocess.CompletedProcess[str]:
     """Bring the golden up from bare servers, apply its phases, save it; returns the apply."""
     shutil.rmtree(paths.root, ignore_errors=True)
     paths.root.mkdir(parents=True)
+    started = time.monotonic()
     sim = bring_up(paths.root, name, *golden.up_args)
+    timed(golden.key, "sim up", started)
     started = time.monotonic()
     proc = run(apply_argv(sim, golden), paths.root, check=False, timeout=2400)
+    timed(golden.key, "converge", started)
     record = {
         "argv": proc.args,
         "returncode": proc.returncode,
@@ -116,7 +129,9 @@ def _converge(golden: Golden, paths: Paths, name: str) -> subprocess.CompletedPr
         "seconds": round(time.monotonic() - started, 1),
     }
     if proc.returncode == 0:
+        started = time.monotonic()
         sim.sim("snapshot", "save", str(paths.snapshot))
+        timed(golden.key, "save", started)
     else:
         sim.sim("down", check=False)
     paths.converge.write_text(json.dumps(record), encoding="utf-8")
@@ -213,13 +228,17 @@ def module_golden(factory: pytest.TempPathFactory, key: str) -> Iterator[Sim]:
         shutil.rmtree(paths.root, ignore_errors=True)
         paths.root.mkdir(parents=True)
         sim = Sim(paths.root, name, "", converge=converge)
+        started = time.monotonic()
         sim.cli("--root", str(paths.root), "sim", "snapshot", "restore", str(paths.snapshot))
         try:
             if golden.serves:
                 health = wait_replicas(sim)
                 assert set(health.values()) == {200}, f"golden {key} restored, replicas not healthy: {health}"
+            timed(key, "restore", started)
             if not paths.proved.exists():
+                started = time.monotonic()
                 _prove(golden, paths, sim)
+                timed(key, "proof", started)
             yield sim
         finally:
             sim.sim("down", check=False)
