@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import os
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -70,3 +72,34 @@ def run_cli(
         check=False,
         env={**os.environ, **(env or {})},
     )
+
+
+CLOSED_WEBHOOK = "http://127.0.0.1:9/hook"
+"""A webhook URL nothing listens on (port 9, discard): a delivery to it fails at once and only warns."""
+
+
+def copy_ready_site(tmp_path: Path, name: str) -> Path:
+    """Copy the example site into tmp_path/project and make this machine a controller that holds what the
+    site needs before a run may start (orchestrator/validation/controller.py): its ssh.key_file and a
+    controller weights folder exist (dummies inside the copy), and the API key and registry password
+    references point at files in the copy. The drift webhook stays env:DRIFT_WEBHOOK_URL: tests that run
+    drift set it (CLOSED_WEBHOOK). Returns the project root."""
+    root = tmp_path / "project"
+    site_dir = root / "inventories" / name
+    shutil.copytree(EXAMPLES / name, site_dir)
+    spec = site_dir / "site.yaml"
+    text = spec.read_text(encoding="utf-8")
+    key = site_dir / "ssh-key"
+    key.write_text("not a real key\n")
+    key.chmod(0o600)
+    text = re.sub(r"(?m)^(\s*key_file:) \S+$", rf"\1 {key}", text)
+    weights = site_dir / "weights"  # a controller-side weights folder (source type controller)
+    weights.mkdir()
+    text = re.sub(r"(?m)^(\s*location:) /\S+$", rf"\1 {weights}", text)
+    for ref, value in (("env:VLLM_API_KEY", "test-api-key"), ("env:REGISTRY_PASSWORD", "test-password")):
+        secret = site_dir / ref[4:].lower()
+        secret.write_text(value + "\n")
+        secret.chmod(0o600)
+        text = text.replace(ref, f"file:{secret}")
+    spec.write_text(text, encoding="utf-8")
+    return root

@@ -5,11 +5,11 @@ replica's head (the rendered inventory's gateway_url / rollout_replicas[0].worke
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.status.fleet import read_site
+from orchestrator.validation.controller import SecretMissing, resolve_secret
 
 
 class TargetError(Exception):
@@ -29,29 +29,20 @@ def openai_base(url: str) -> str:
     return url if url.endswith("/v1") else url + "/v1"
 
 
-def read_secret(ref: str | None) -> str | None:
+def read_secret(ref: str | None, spec_dir: Path) -> str | None:
     if ref is None:
         return None
-    kind, _, name = ref.partition(":")
-    if kind == "env":
-        value = os.environ.get(name)
-        if not value:
-            raise TargetError(
-                f"serving.api_key is {ref}, and the environment variable {name} is not set. "
-                f"Fix: export {name} with the key the replicas were started with."
-            )
-        return value.strip()
     try:
-        return Path(name).expanduser().read_text(encoding="utf-8").strip()
-    except OSError as exc:
+        return resolve_secret(ref, spec_dir)
+    except SecretMissing as exc:
         raise TargetError(
-            f"serving.api_key is {ref}, and that file cannot be read ({exc.strerror}). "
-            "Fix: run bench as a user who can read it, or correct serving.api_key."
+            f"serving.api_key is {ref}, and {exc}. Fix: make it resolve to the key the replicas were "
+            "started with (export the variable, or run bench as a user who can read the file)."
         ) from None
 
 
 def find_target(inventory_dir: Path, model: str, key_ref: str | None, endpoint: str | None) -> Target:
-    key = read_secret(key_ref)
+    key = read_secret(key_ref, inventory_dir)
     if endpoint:
         return Target(openai_base(endpoint), "--endpoint", model, key)
     site = read_site(inventory_dir)

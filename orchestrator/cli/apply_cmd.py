@@ -32,6 +32,7 @@ from orchestrator.cli.common import (
 )
 from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
+from orchestrator.cli.reach import reach_lines
 from orchestrator.cli.site_run import FromPhase, Limit, Phases, SiteRun, ansible_content, select_phases
 from orchestrator.cli.sites import project_root
 from orchestrator.history.lock import SiteLock
@@ -104,6 +105,7 @@ def apply_command(
     code = ansible_content(root, err)
     selected, explicit = select_phases(phases, from_phase, code)
     site_run = SiteRun.of(site, root, code, load(site, max_spec_size, max_findings), limit)
+    site_run.require_controller(selected, err)
     run_id = new_run_id()
     with hold_site_lock(root, site_run.spec.site, run_id, "apply", err) as lock:
         render_into(site_run.result, site_run.inventory_dir)
@@ -173,4 +175,7 @@ def _run_and_report(
         print(json.dumps(run.as_dict()))
     else:
         print_outcome(out, run, rc)
+        gone = {f.host for f in run.failures if f.unreachable and f.host}
+        for line in reach_lines(req.inventory_dir, gone):
+            out.print(line, style="magenta", markup=False, highlight=False)
     raise typer.Exit(rc)

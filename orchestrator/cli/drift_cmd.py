@@ -29,6 +29,7 @@ from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, ren
 from orchestrator.cli.drift_schedule_cmd import schedule_command
 from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
+from orchestrator.cli.reach import reach_lines
 from orchestrator.cli.site_run import Limit, Phases, SiteRun, ansible_content, select_phases
 from orchestrator.cli.sites import project_root
 from orchestrator.drift.deliver import deliver
@@ -47,6 +48,7 @@ from orchestrator.runner.apply import apply
 from orchestrator.runner.cancel import Cancel, cancel_on_signals
 from orchestrator.runner.project import new_run_id
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
+from orchestrator.validation.controller import DRIFT
 
 DEFAULT_COMMAND = "check"
 
@@ -156,6 +158,11 @@ def drift_command(
             _write_invalid(site, textfile, started)
         raise
     site_run = SiteRun.of(site, root, code, result, limit)
+    try:
+        site_run.require_controller(selected | {DRIFT}, err)
+    except typer.Exit:
+        _write_invalid(site, textfile, started)
+        raise
     hosts = site_run.hosts
     # a check run while an apply or rollback changes the hosts would report a half-done state: drift holds
     # the site's lock too (refused with exit 75 naming the holder), from render to record
@@ -192,6 +199,8 @@ def drift_command(
             report = build_report(run, hosts_by_phase=planned, seconds=time.monotonic() - started)
             rec.finish_run(run, report.exit_code, result=report.verdict)
         _emit(report, fmt, junit, textfile)
+        for line in reach_lines(site_run.inventory_dir, report.unreachable_hosts):
+            err.print(line, style="magenta", markup=False, highlight=False)
         _deliver(site_run, report, err)
     raise typer.Exit(_exit_code(report, site_run.spec.drift.fail_on_drift, err))
 

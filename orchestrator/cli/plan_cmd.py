@@ -26,12 +26,13 @@ from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, ren
 from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.plan_view import print_plan_report
+from orchestrator.cli.reach import reach_lines
 from orchestrator.cli.site_run import FromPhase, Limit, Phases, SiteRun, ansible_content, select_phases
 from orchestrator.cli.sites import project_root
 from orchestrator.history.record import recorded_run
 from orchestrator.runner.apply import ApplyRequest, apply
 from orchestrator.runner.cancel import Cancel, cancel_on_signals
-from orchestrator.runner.plan_report import PlanReport, plan_report
+from orchestrator.runner.plan_report import UNREACHABLE, PlanReport, plan_report
 from orchestrator.runner.project import new_run_id
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
 
@@ -74,6 +75,7 @@ def plan_command(
     code = ansible_content(root, err)
     selected, explicit = select_phases(phases, from_phase, code)
     site_run = SiteRun.of(site, root, code, load(site, max_spec_size, max_findings), limit)
+    site_run.require_controller(selected, err)
     # a check run while an apply or rollback changes the hosts would report a half-done state: the plan
     # holds the site's lock too (refused with exit 75 naming the holder), from render to record
     run_id = new_run_id()
@@ -126,4 +128,6 @@ def run_plan(
         print(json.dumps(data))
     else:
         print_plan_report(out, report, rc)
+        for line in reach_lines(req.inventory_dir, report.hosts_in(UNREACHABLE)):
+            out.print(line, style="magenta", markup=False, highlight=False)
     raise typer.Exit(rc)

@@ -56,6 +56,28 @@ def diff_text(c: Change) -> Text:
     return text
 
 
+def _no_change_head(report: PlanReport) -> str:
+    """No change found: say on which hosts that is known, and which could not be checked (a plan where no
+    host answered must not read like a clean one)."""
+    checked = {h for p in report.phases for h, hp in p.hosts.items() if hp.state == UNCHANGED}
+    missed: dict[str, str] = {}
+    for p in report.phases:
+        for h, hp in sorted(p.hosts.items()):
+            if hp.state not in (CHANGES, UNCHANGED):
+                missed.setdefault(h, hp.state.replace("_", " "))
+    not_checked = {h: s for h, s in missed.items() if h not in checked}
+    if not checked:
+        what = ", ".join(f"{h} ({s})" for h, s in sorted(missed.items())) or "no host was selected"
+        return f"plan: nothing could be checked: {what}; the plan does not know whether anything would change"
+    head = f"plan: no changes on the {len(checked)} host(s) checked ({', '.join(sorted(checked))})"
+    if not_checked:
+        head += "; not checked: " + ", ".join(f"{h} ({s})" for h, s in sorted(not_checked.items()))
+    partial = sorted(h for h in checked if h in missed)
+    if partial:
+        head += "; some phases not checked on " + ", ".join(partial)
+    return head
+
+
 def summary_line(report: PlanReport, exit_code: int) -> str:
     changes = report.changes
     if changes:
@@ -66,7 +88,7 @@ def summary_line(report: PlanReport, exit_code: int) -> str:
             f"in {', '.join(phases)}"
         )
     else:
-        head = "plan: no changes: every host checked matches the spec"
+        head = _no_change_head(report)
     reboot = sorted({c.host for c in changes if c.reboot})
     if reboot:
         head += f"; a reboot is needed on {', '.join(reboot)}"

@@ -58,6 +58,7 @@ def rollback_command(
     root = project_root()
     code = ansible_content(root, err)
     site_run = SiteRun.of(site, root, code, load(site, max_spec_size, max_findings), None)
+    site_run.require_controller({"serve"}, err)
     assert site_run.result.plan is not None
     names = [r.name for r in site_run.result.plan.replicas]
     for r in replica or []:

@@ -126,6 +126,25 @@ class SiteRun:
         hosts = resolve_limit(limit, render_texts(result)["hosts.yml"], (h.name for h in result.plan.hosts))
         return cls(site_arg, root, code, result, result.spec, hosts, limit)
 
+    def require_controller(self, selected: Iterable[str], err: Console) -> None:
+        """Exit INVALID_SPEC, before any host is contacted, when a secret or a controller-side file the
+        selected phases (or "drift") need is missing; each finding names the field, its line and the fix."""
+        from orchestrator.spec.findings import format_finding
+        from orchestrator.validation.controller import controller_findings, located
+
+        found = located(controller_findings(self.spec, self.inventory_dir, selected), self.result)
+        if not found:
+            return
+        for f in found:
+            err.print(format_finding(f, self.result.filename), style="red", markup=False)
+        err.print(
+            f"{self.result.filename}: refusing to run: {len(found)} thing(s) the controller must hold "
+            "for this run are missing; no host was touched",
+            style="red",
+            markup=False,
+        )
+        raise typer.Exit(exits.INVALID_SPEC)
+
     @property
     def spec_file(self) -> Path:
         return Path(self.result.filename)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -26,7 +26,11 @@ from orchestrator.cli.common import (
 from orchestrator.cli.findings_json import result_json
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console, print_findings, print_plan, summary_line
 from orchestrator.cli.sites import example_sites
+from orchestrator.spec.findings import Finding, format_finding
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES, LoadLimits
+
+if TYPE_CHECKING:
+    from orchestrator.validation import ValidationResult
 
 
 def validate_command(
@@ -39,15 +43,32 @@ def validate_command(
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
     """Check the spec (structure, cross-field rules, capacity) and print the derived plan."""
+    from orchestrator.cli.check import folder_findings
     from orchestrator.validation import validate_file
 
     if fmt is Format.json:
         result = validate_file(resolve(site), LoadLimits(max_bytes=max_spec_size))
+        result = result.with_findings([*folder_findings(result), *_controller_warnings(result)])
         print(result_json(result))
         raise typer.Exit(exits.OK if result.ok else EXIT_INVALID)
     result = load(site, max_spec_size, max_findings, quiet)
+    err = console(stderr=True)
+    for f in _controller_warnings(result):
+        err.print(format_finding(f, result.filename), style="yellow", markup=False)
     if not quiet and result.plan is not None:
         print_plan(console(), result.plan)
+
+
+def _controller_warnings(result: ValidationResult) -> list[Finding]:
+    """What plan/apply/drift would refuse for on this machine (secrets that do not resolve, missing
+    controller files), as warnings: validate may run elsewhere than the controller."""
+    from orchestrator.planning.phases import PHASE_NAMES
+    from orchestrator.validation.controller import DRIFT, as_warnings, controller_findings, located
+
+    if result.spec is None or not result.ok:
+        return []
+    found = controller_findings(result.spec, Path(result.filename).parent, [*PHASE_NAMES, DRIFT])
+    return located(as_warnings(found), result)
 
 
 def render_command(

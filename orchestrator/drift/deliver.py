@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.spec.common import secret_kind
 from orchestrator.spec.operations import DriftOutput
+from orchestrator.validation.controller import resolve_secret
 
 WEBHOOK_TIMEOUT_S = 10.0
 
@@ -50,20 +50,8 @@ def _to_file(label: str, out: DriftOutput, text: str, root: Path, site: str, run
 
 
 def _url(ref: str, spec_dir: Path) -> str:
-    kind, target = secret_kind(ref)
-    if kind == "env":
-        value = os.environ.get(target, "").strip()
-        if not value:
-            raise LookupError(f"environment variable {target} is not set on the controller")
-        return value
-    path = Path(target) if Path(target).is_absolute() else spec_dir / target
-    try:
-        value = path.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise LookupError(f"cannot read {path}: {exc.strerror or exc}") from None
-    if not value:
-        raise LookupError(f"{path} is empty")
-    return value
+    """The webhook URL its reference resolves to (LookupError, with the reason, when it does not)."""
+    return resolve_secret(ref, spec_dir)
 
 
 def _to_webhook(label: str, out: DriftOutput, text: str, spec_dir: Path, timeout_s: float) -> Delivery:

@@ -51,6 +51,14 @@ class ValidationResult:
     def ok(self) -> bool:
         return not self.errors and self.plan is not None
 
+    def with_findings(self, more: list[Finding]) -> ValidationResult:
+        """This result with more findings, each placed at its field's line."""
+        if not more:
+            return self
+        doc = self.document
+        placed = [f.at(doc.source_map.locate(f.path)) if doc is not None else f for f in more]
+        return replace(self, findings=tuple(sort_findings([*self.findings, *placed])))
+
 
 def _semantic(spec: SiteSpec) -> tuple[SitePlan | None, list[Finding]]:
     findings = list(references.check(spec)) + list(uniqueness.check(spec))

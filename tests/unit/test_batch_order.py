@@ -23,7 +23,7 @@ def batch_play_hosts() -> str:
 def test_the_drivers_batches_follow_inventory_order_not_result_arrival(tmp_path: Path) -> None:
     servers = [f"a2-0{i}" for i in range(1, 6)]
     inv = tmp_path / "hosts.yml"
-    inv.write_text(yaml.safe_dump({"all": {"children": {"npu": {"hosts": dict.fromkeys(servers, {})}}}}))
+    inv.write_text(yaml.safe_dump({"all": {"children": {"npu": {"hosts": {s: {} for s in servers}}}}}))
     manager = InventoryManager(loader=DataLoader(), sources=[str(inv)])
     manager.add_group("npu_driver_pending")
     for server in reversed(servers[1:]):  # results arrive last-first; a2-01 is already current

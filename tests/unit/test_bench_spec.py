@@ -71,12 +71,16 @@ def test_target_is_the_gateway_when_enabled_else_the_first_replica(monkeypatch: 
 def test_key_references(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     key = tmp_path / "key"
     key.write_text("s3cret\n")
-    assert read_secret(f"file:{key}") == "s3cret"
+    assert read_secret(f"file:{key}", tmp_path / "elsewhere") == "s3cret"
+    assert read_secret("file:key", tmp_path) == "s3cret"  # relative: from the spec's folder
     monkeypatch.delenv("BENCH_NO_SUCH", raising=False)
-    with pytest.raises(TargetError, match=r"BENCH_NO_SUCH is not set\. Fix: export BENCH_NO_SUCH"):
-        read_secret("env:BENCH_NO_SUCH")
+    with pytest.raises(TargetError, match=r"BENCH_NO_SUCH is not set on the controller\. Fix: make it"):
+        read_secret("env:BENCH_NO_SUCH", tmp_path)
+    monkeypatch.setenv("BENCH_NO_SUCH", "  ")
+    with pytest.raises(TargetError, match=r"BENCH_NO_SUCH is set but empty"):
+        read_secret("env:BENCH_NO_SUCH", tmp_path)
     with pytest.raises(TargetError, match="cannot be read"):
-        read_secret(f"file:{tmp_path / 'missing'}")
+        read_secret(f"file:{tmp_path / 'missing'}", tmp_path)
 
 
 def test_percentiles_match_statistics_inclusive() -> None:

@@ -111,7 +111,9 @@ def test_missing_webhook_references_say_what_is_missing(
         ("drift.outputs[1] (webhook)", False),
         ("drift.outputs[2] (webhook)", False),
     ]
-    assert done[0].detail == "no webhook URL: environment variable NO_SUCH_HOOK is not set on the controller"
-    assert done[1].detail.startswith(f"no webhook URL: cannot read {tmp_path / 'missing-url'}")
+    assert (
+        done[0].detail == "no webhook URL: the environment variable NO_SUCH_HOOK is not set on the controller"
+    )
+    assert done[1].detail.startswith(f"no webhook URL: {tmp_path / 'missing-url'} cannot be read")
     assert done[2].detail == "the webhook URL does not start with http:// or https://"
     assert all(TOKEN not in d.detail for d in done)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +22,7 @@ from orchestrator.history import db
 from orchestrator.history.guard import LockHeld, take
 from orchestrator.history.lock import holder_path, lock_path, read_holder
 from orchestrator.history.provenance import user
-from tests.helpers import PATIENCE_S, ROOT, run_cli
+from tests.helpers import CLOSED_WEBHOOK, PATIENCE_S, ROOT, copy_ready_site, run_cli
 
 HOLD = """
 import sys, time
@@ -138,8 +137,7 @@ def test_apply_is_refused_with_exit_75_while_another_run_holds_the_site(
     tmp_path: Path, holders: list[subprocess.Popen[str]]
 ) -> None:
     site = "a2-fleet-gateway"
-    root = tmp_path / "project"
-    shutil.copytree(ROOT / "inventories" / site, root / "inventories" / site)
+    root = copy_ready_site(tmp_path, site)
     holders.append(hold(root, site, "20261204T210000Z-cccccc"))
     out = run_cli("--root", str(root), "apply", site, "--yes", "--limit", "edge-01")
     assert out.returncode == exits.LOCKED == 75, out.stderr
@@ -187,10 +185,11 @@ def test_plan_and_drift_are_refused_with_exit_75_while_an_apply_holds_the_site(
 ) -> None:
     """A check run during an apply would report a half-done state: plan and drift take the lock too."""
     site = "a2-fleet-gateway"
-    root = tmp_path / "project"
-    shutil.copytree(ROOT / "inventories" / site, root / "inventories" / site)
+    root = copy_ready_site(tmp_path, site)
     holders.append(hold(root, site, "20261204T220000Z-dddddd"))
-    out = run_cli("--root", str(root), command, site, "--limit", "edge-01")
+    out = run_cli(
+        "--root", str(root), command, site, "--limit", "edge-01", env={"DRIFT_WEBHOOK_URL": CLOSED_WEBHOOK}
+    )
     assert out.returncode == exits.LOCKED == 75, out.stderr
     text = " ".join(out.stderr.split())
     assert f"refused: site {site} is locked by apply run 20261204T220000Z-dddddd (pid" in text, text

@@ -4,22 +4,19 @@ help documents the exit codes."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from orchestrator.cli import exits
 from orchestrator.cli.apply_cmd import exit_code
 from orchestrator.cli.site_run import resolve_limit
 from orchestrator.runner.model import Failure, HostStats, PhaseResult, PhaseStatus, Run
-from tests.helpers import ROOT, load_example, run_cli, to_yaml
+from tests.helpers import ROOT, copy_ready_site, load_example, run_cli, to_yaml
 
 SITE = "a2-fleet-gateway"
 
 
 def copy_site(tmp_path: Path, name: str = SITE) -> Path:
-    root = tmp_path / "project"
-    shutil.copytree(ROOT / "inventories" / name, root / "inventories" / name)
-    return root
+    return copy_ready_site(tmp_path, name)
 
 
 def test_phase_selection_errors_are_usage_errors(tmp_path: Path) -> None:
