@@ -108,6 +108,20 @@ def test_entrypoint_reads_the_key_file_into_the_environment(tmp_path: Path) -> N
     assert plain.stdout.strip() == "none"
 
 
+@pytest.mark.parametrize("image", ["vllm-ascend", "fake-vllm"])
+@pytest.mark.parametrize("content", ["", "\n", "  \t\n"], ids=["empty", "newline", "blank"])
+def test_entrypoint_refuses_to_serve_with_an_empty_key(tmp_path: Path, image: str, content: str) -> None:
+    """An empty key would make vLLM serve without authentication: the container exits 78 (EX_CONFIG)."""
+    key = tmp_path / "key"
+    key.write_text(content, encoding="utf-8")
+    entry = str(REPO / "images" / image / "vllm-entrypoint")
+    env = {"PATH": "/usr/bin:/bin", "VLLM_API_KEY_FILE": str(key)}
+    argv = ["sh", entry, "echo", "served"]
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    assert out.returncode == 78 and out.stdout == ""
+    assert f"{key} is empty; refusing to serve without an API key" in out.stderr
+
+
 def test_hadolint_is_clean() -> None:
     hadolint = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
     proc = subprocess.run([hadolint, str(DOCKERFILE)], capture_output=True, text=True, check=False)
@@ -133,5 +147,9 @@ def test_the_registry_password_only_passes_through_no_log_tasks() -> None:
                 continue
             if "_vllm_image_registry_password" in yaml.safe_dump(task):
                 seen += 1
+                check = task.get("ansible.builtin.assert")
+                if isinstance(check, dict):  # fails closed on an empty value; prints no value
+                    assert check.get("quiet") is True and "{{" not in str(check.get("fail_msg")), task
+                    continue
                 assert task.get("no_log") is True, (path.name, task.get("name"))
     assert seen >= 2  # the build host's login and each server's
