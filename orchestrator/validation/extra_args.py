@@ -124,7 +124,8 @@ def _known(
         yield error(
             path,
             f"{use.given} carries a secret, and extra_args are rendered into the inventory in plain text",
-            "remove it and pass the secret as a reference in serving.env (e.g. HF_TOKEN: env:HF_TOKEN)",
+            "remove it; the weights phase stages the model on every server, so vLLM needs no hub token "
+            "at run time (the API key has its own field: serving.api_key: env:NAME)",
             "secret",
         )
         return

@@ -37,12 +37,23 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
                 "remove it; set the matching field (serving.hccl, replica devices, serving.api_key)",
                 "env",
             )
-        elif SECRET_NAME.search(key) and not _REF.match(value):
+        elif _REF.match(value):
             yield error(
                 epath,
-                f"{key} looks like a secret and its value is inline",
-                f"write '{key}: env:NAME' or 'file:PATH'; the value is resolved on the controller at run "
-                "time and never rendered",
+                f"{key}: {value} would reach the container as that literal text: serving.env values are "
+                "passed as written, secret references are resolved only in serving.api_key and "
+                "image.registry.password",
+                f"remove {key}; the weights phase stages the model on every server, so vLLM needs no hub "
+                "token at run time",
+                "secret",
+            )
+        elif SECRET_NAME.search(key):
+            yield error(
+                epath,
+                f"{key} looks like a secret and its value is inline; serving.env is rendered into the "
+                "inventory in plain text and cannot carry secrets",
+                f"remove {key}; the weights phase stages the model on every server, so vLLM needs no hub "
+                "token at run time",
                 "secret",
             )
     if s.max_num_batched_tokens is not None and s.max_num_batched_tokens < s.max_num_seqs:

@@ -87,8 +87,11 @@ def test_env_secrets_must_be_references_and_derived_env_is_protected(single: dic
     errs = _errors(single)
     assert any("looks like a secret" in m for _, m, _ in errs)
     assert not any("hf_abcdef" in m + f for _, m, f in errs)
+    # a reference would reach the container as its literal text: refused too, saying so
     single["serving"]["env"] = {"HF_TOKEN": "env:HF_TOKEN", "HCCL_BUFFSIZE": "512"}
-    assert [p for p, _, _ in _errors(single)] == [("serving", "env", "HCCL_BUFFSIZE")]
+    errs = _errors(single)
+    assert [p for p, _, _ in errs] == [("serving", "env", "HCCL_BUFFSIZE"), ("serving", "env", "HF_TOKEN")]
+    assert "would reach the container as that literal text" in errs[1][1]
 
 
 def test_inline_api_key_is_rejected_without_echoing_it(single: dict) -> None:
