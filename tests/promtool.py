@@ -1,7 +1,7 @@
 """Prometheus's own `promtool` for the monitoring tests (alert rules, scrape config, dashboard queries).
 
-It comes from Debian's `prometheus` package (/usr/bin/promtool), which scripts/bootstrap installs when it is
-missing. Without it the tests fail with that fix; they never skip, so a CI without promtool cannot pass.
+It comes from Debian's `prometheus` package (/usr/bin/promtool), which scripts/bootstrap-test installs when it
+is missing. Without it the tests fail with that fix; they never skip, so a CI without promtool cannot pass.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ def promtool() -> str:
     if found is None:
         pytest.fail(
             "promtool was not found on PATH nor at /usr/bin/promtool, so the alert rules, the Prometheus "
-            "config and the dashboard queries cannot be checked. Fix: run ./scripts/bootstrap as root (it "
-            "installs Debian's `prometheus` package, which ships promtool), or `apt-get install "
+            "config and the dashboard queries cannot be checked. Fix: run ./scripts/bootstrap-test as root "
+            "(it installs Debian's `prometheus` package, which ships promtool), or `apt-get install "
             "--no-install-recommends prometheus`, or put a promtool 2.42+ on PATH.",
             pytrace=False,
         )
@@ -50,8 +50,9 @@ def prometheus() -> str:
     found = shutil.which("prometheus") or (str(beside) if beside.is_file() else None)
     if found is None:
         pytest.fail(
-            "the prometheus binary was not found on PATH nor beside promtool. Fix: run ./scripts/bootstrap "
-            "as root (Debian's `prometheus` package ships both /usr/bin/prometheus and /usr/bin/promtool).",
+            "the prometheus binary was not found on PATH nor beside promtool. Fix: run "
+            "./scripts/bootstrap-test as root (Debian's `prometheus` package ships both /usr/bin/prometheus "
+            "and /usr/bin/promtool).",
             pytrace=False,
         )
     return found

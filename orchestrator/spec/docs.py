@@ -75,7 +75,13 @@ def spec_reference() -> str:
         "# Site spec reference",
         "",
         "Generated from the pydantic models by `orchestrator docs --write`; a test fails when it is stale.",
-        "Unknown keys are errors everywhere. Secrets are references: `env:NAME` or `file:PATH`.",
+        "Unknown keys are errors everywhere. Secrets are references: `env:NAME` (the controller's",
+        "environment) or `file:PATH` (absolute, `~`, or relative to the spec's folder; one line, mode",
+        "0600). Every reference and controller-side file a run needs (SSH key, package paths with their",
+        "sha256, the weights folder) is checked before the first host is contacted: plan, apply, rollback",
+        "and drift exit 2 naming the field, its line and the fix when one is missing, unset or empty (an",
+        "empty API key would serve without one); validate reports the same as warnings. A scheduled drift",
+        "run gets `env:` secrets from `drift schedule --env-file`; serving.env cannot carry secrets.",
         "",
     ]
     for model in _models(SiteSpec):

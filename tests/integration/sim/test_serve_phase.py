@@ -26,7 +26,7 @@ import yaml
 
 from tests.integration.sim import goldens
 from tests.integration.sim.serving_helpers import host_vars, sh
-from tests.integration.sim.sim_helpers import BIN, Sim, ansible_playbook, recap, run
+from tests.integration.sim.sim_helpers import BIN, ENV, Sim, ansible_playbook, recap, run
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("mx"))]
 
@@ -218,6 +218,60 @@ def test_wrong_mask_or_missing_device_fails_naming_server_and_device(
     finally:
         sh(sim, "a2-03", "mv /root/davinci6.away /dev/davinci6")
     assert "a2-03: /dev/davinci6 missing" in out, out[-3000:]
+
+
+def test_an_unresolved_key_never_serves(sim: Sim, served: dict[str, Any]) -> None:
+    """Fail closed (the key's variable unset or empty, its file missing or empty): apply and drift refuse
+    before any host (exit 2, nothing recorded); plain ansible-playbook stops at the role's check before
+    anything changes; the image's entrypoint refuses to start on an empty key file."""
+    site = sim.root / "inventories" / sim.name / "site.yaml"
+    text = site.read_text()
+    key_file = sim.state_dir / "api-key"
+    ref = f"file:{key_file.resolve()}"
+    assert text.count(ref) == 1
+    runs = sorted((sim.root / ".orchestrator" / "runs").iterdir())
+    before = started_at(sim)
+    env = {k: v for k, v in ENV.items() if k != "SIM_SERVE_KEY"}
+    empty = sim.root / "empty-key"
+    empty.write_text("\n")
+    cases = [("env:SIM_SERVE_KEY", {}, "SIM_SERVE_KEY is not set"),
+             ("env:SIM_SERVE_KEY", {"SIM_SERVE_KEY": ""}, "SIM_SERVE_KEY is set but empty"),
+             (f"file:{sim.root / 'no-such-key'}", {}, "cannot be read"),
+             (f"file:{empty}", {}, f"{empty} is empty")]  # fmt: skip
+    try:
+        for new_ref, extra, why in cases:
+            site.write_text(text.replace(ref, new_ref))
+            for cmd in (["apply", sim.name, "--yes", "--phases", "serve"], ["drift", sim.name]):
+                proc = run([str(BIN / "orchestrator"), *cmd], sim.root, check=False, env={**env, **extra})
+                OUTPUTS.append(proc.stdout + proc.stderr)
+                said = " ".join(proc.stderr.split())
+                assert proc.returncode == 2, (cmd, new_ref, said)
+                assert f"serving.api_key: {new_ref} does not resolve" in said and why in said, said
+                assert "no host was touched" in said
+        # plain ansible-playbook: the role's own check stops every server before a file or container changes
+        site.write_text(text.replace(ref, f"file:{empty}"))
+        run([str(BIN / "orchestrator"), "render", sim.name], sim.root)
+        proc = ansible_playbook(sim.root, f"inventories/{sim.name}/hosts.yml", "serve.yml", timeout=600)
+        OUTPUTS.append(proc.stdout + proc.stderr)
+        assert proc.returncode != 0, proc.stdout[-3000:]
+        assert {h: c["failed"] for h, c in recap(proc.stdout).items()} == dict.fromkeys(SERVERS, 1)
+        assert f"serving.api_key: file:{empty} does not resolve: {empty} is empty" in proc.stdout
+    finally:
+        site.write_text(text)
+        run([str(BIN / "orchestrator"), "render", sim.name], sim.root)
+    assert sorted((sim.root / ".orchestrator" / "runs").iterdir()) == runs  # nothing ran, nothing recorded
+    assert started_at(sim) == before
+    rc, out = sh(sim, "a2-01", "cat /etc/ascend-orchestrator/secrets/vllm-api-key")
+    assert rc == 0 and out.strip() == api_key(sim)
+    # the serving image itself: an empty key file, and the container exits 78 instead of serving
+    rc, image = sh(sim, "a2-01", "docker inspect -f '{{.Config.Image}}' vllm-mn")
+    assert rc == 0, image
+    rc, out = sh(
+        sim, "a2-01",
+        ": > /tmp/empty-key; docker run --rm --network none -e VLLM_API_KEY_FILE=/run/secrets/k "
+        f"-v /tmp/empty-key:/run/secrets/k:ro {image.strip()} echo served; echo rc=$?",
+    )  # fmt: skip
+    assert "refusing to serve without an API key" in out and out.strip().endswith("rc=78"), out
 
 
 def test_api_key_appears_nowhere(sim: Sim, served: dict[str, Any]) -> None:
