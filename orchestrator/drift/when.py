@@ -30,6 +30,7 @@ _SPAN_PART = re.compile(r"\s*(\d+)\s*([a-z]+)\s*")
 _CLOCK = re.compile(r"^([01]?[0-9]|2[0-3]):([0-5][0-9])$")
 WORDS = ("hourly", "daily", "weekly", "monthly")
 _CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
+_CRON_CHARS = set("0123456789*/,- ")
 _CRON_NAMES = ("minute", "hour", "day of month", "month", "day of week")
 
 VOCABULARY = (
@@ -111,10 +112,10 @@ def parse_every(text: str) -> Every:
                 "minutes. Fix: use 5min or longer (e.g. 1h)."
             )
         return Every(text, seconds=seconds)
-    if len(s.split()) == 5:
+    if len(s.split()) == 5 or (len(s.split()) > 1 and set(s) <= _CRON_CHARS):
         problem = cron_problem(s)
         if problem is not None:
-            raise ScheduleError(f"{problem}. Fix: correct that field, or use {VOCABULARY}.")
+            raise ScheduleError(f"{problem}. Fix: use {VOCABULARY}.")
         return Every(text, cron=s)
     raise ScheduleError(f"'{text}' is not a drift schedule. Fix: use {VOCABULARY}.")
 
