@@ -44,6 +44,7 @@ from orchestrator.catalog.hdk import (
     full_graph_min_driver,
     min_driver_for_cann,
     pair_problem,
+    paired_firmware,
     validate_hdk,
 )
 from orchestrator.catalog.matrix import VllmAscendRelease, get_release, validate_releases
@@ -121,6 +122,7 @@ __all__ = [
     "min_driver_for_cann",
     "nearest_table",
     "pair_problem",
+    "paired_firmware",
     "parse_ranges",
     "parse_version_info",
     "removed_flag",

@@ -194,21 +194,37 @@ def firmware_line(firmware: str, table: HdkTable | None = None) -> FirmwareLine 
     return _most_specific([(f.version, f) for f in t.firmware], firmware)
 
 
+def _range_source(confidence: Confidence, key: str, series: str) -> str:
+    """Where a compatibility range comes from: the package's own version.info, or the catalog's inference."""
+    if confidence == "sourced":
+        return f"its version.info {key}"
+    return (
+        f"no published version.info of {series} was found: orchestrator/catalog/data/hdk.yaml infers the "
+        "range from the nearest release whose version.info is known"
+    )
+
+
 def pair_problem(table: HdkTable | None, driver: str, firmware: str) -> str | None:
     """Why the driver and the firmware refuse each other (either side's version.info), or None."""
     s = driver_series(driver, table)
     if s is not None and not s.compatible_version_fw.accepts(firmware):
-        return (
-            f"driver {driver} accepts firmware {s.compatible_version_fw} "
-            f"(its version.info compatible_version_fw), not {firmware}"
-        )
+        where = _range_source(s.confidence, "compatible_version_fw", f"driver {s.series}")
+        return f"driver {driver} accepts firmware {s.compatible_version_fw} ({where}), not {firmware}"
     f = firmware_line(firmware, table)
     if f is not None and not f.compatible_version_drv.accepts(driver):
-        return (
-            f"firmware {firmware} accepts drivers {f.compatible_version_drv} "
-            f"(its version.info compatible_version_drv), not {driver}"
-        )
+        where = _range_source(f.confidence, "compatible_version_drv", f"firmware {f.version}")
+        return f"firmware {firmware} accepts drivers {f.compatible_version_drv} ({where}), not {driver}"
     return None
+
+
+def paired_firmware(driver: str, table: HdkTable | None = None) -> str | None:
+    """The firmware the catalog saw installed with exactly this driver (known_pairs: the same HDK release),
+    or None."""
+    s = driver_series(driver, table)
+    if s is None:
+        return None
+    v = Version(driver)
+    return next((fw for d, fw in s.known_pairs if Version(d) == v), None)
 
 
 def firmware_compatible(driver: str, firmware: str) -> bool | None:

@@ -9,9 +9,9 @@ otherwise it prints those commands.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -21,19 +21,16 @@ from orchestrator.cli import exits
 from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, resolve
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.sites import project_root
-from orchestrator.drift.cron import on_calendar
 from orchestrator.drift.schedule import (
     DEFAULT_TEXTFILE_DIR,
     DEFAULT_UNIT_DIR,
-    Every,
-    ScheduleError,
     cron_line,
-    parse_every,
     service_unit,
     textfile_name,
     timer_unit,
     unit_name,
 )
+from orchestrator.drift.when import Every, ScheduleError, parse_every
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
 from orchestrator.validation import validate_file
 
@@ -52,25 +49,6 @@ def _systemctl(*args: str) -> None:
             markup=False,
         )
         raise typer.Exit(exits.CANT_CREATE)
-
-
-def _check_calendar(every: Every) -> None:
-    """A calendar expression systemd would refuse is a usage error now, not a silently dead timer."""
-    tool = shutil.which("systemd-analyze")
-    calendars = (
-        on_calendar(every.cron) if every.cron is not None else [every.calendar] if every.calendar else []
-    )
-    if tool is None:
-        return
-    for expr in calendars:
-        done = subprocess.run([tool, "calendar", expr], capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise typer.BadParameter(
-                f"systemd does not understand the calendar expression {expr!r} ({done.stderr.strip()}). "
-                "Fix: pass a time span (30min, 1h, 1d) or a calendar expression such as hourly, daily or "
-                "'Mon *-*-* 03:00' (see `man systemd.time`).",
-                param_hint="--every",
-            )
 
 
 def _site_name(site: str) -> str:
@@ -117,6 +95,17 @@ def _remove(name: str, cron: bool, unit_dir: Path) -> None:
         )
 
 
+def _when(every: str | None, spec_schedule: str) -> Every:
+    """--every, else the spec's drift.schedule (which validation parsed with the same words)."""
+    if every is None:
+        parsed = parse_every(spec_schedule)
+        return replace(parsed, text=f"drift.schedule {spec_schedule}")
+    try:
+        return parse_every(every)
+    except ScheduleError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--every") from None
+
+
 def schedule_command(
     site: SiteArg,
     every: Annotated[
@@ -124,8 +113,8 @@ def schedule_command(
         typer.Option(
             "--every",
             metavar="WHEN",
-            help="A time span (30min, 1h, 1d) or a systemd calendar expression (hourly, daily, "
-            "'Mon *-*-* 03:00'); default: the spec's drift.schedule (cron fields).",
+            help="When, in drift.schedule's words: five cron fields, hourly, daily, weekly, monthly, "
+            "a daily time (02:00) or a time span (30min, 1h, 1d); default: the spec's drift.schedule.",
         ),
     ] = None,
     cron: Annotated[
@@ -169,15 +158,7 @@ def schedule_command(
             markup=False,
         )
         raise typer.Exit(exits.USAGE)
-    if every is None:  # validation checked the cron fields
-        when = Every(f"drift.schedule {result.spec.drift.schedule}", cron=result.spec.drift.schedule)
-    else:
-        try:
-            when = parse_every(every)
-        except ScheduleError as exc:
-            raise typer.BadParameter(str(exc), param_hint="--every") from None
-    if not cron:
-        _check_calendar(when)
+    when = _when(every, result.spec.drift.schedule)
     name = result.spec.site
     root = project_root().resolve()
     state = root / ".orchestrator" / "drift" / name

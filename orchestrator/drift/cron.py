@@ -1,4 +1,4 @@
-"""The spec's `drift.schedule` (five cron fields, checked by validation/ops_rules.cron_problem: *, N, N-M,
+"""Five cron fields (a drift schedule, orchestrator/drift/when.py, checked by its cron_problem: *, N, N-M,
 lists and /STEP, numbers only) as systemd OnCalendar expressions, for `orchestrator drift schedule`.
 
 Each restricted field becomes the explicit list of its values (systemd's ranges take no step). Cron's day

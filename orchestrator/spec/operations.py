@@ -132,8 +132,11 @@ class Drift(SpecModel):
     enabled: bool = Field(True, description="false: `orchestrator drift schedule` installs nothing.")
     schedule: str = Field(
         "0 */6 * * *",
-        description="Cron expression (5 fields) that `orchestrator drift schedule` installs when --every is "
-        "not given (systemd OnCalendar lines, or this line with --cron).",
+        description="When `orchestrator drift schedule` runs the check (its --every takes the same words): "
+        "five cron fields; hourly, daily, weekly or monthly (at a minute, and hour, derived from the site "
+        "name); a daily time such as 02:00; or a time span of 5 minutes or more (30min, 6h, 1d). All but a "
+        "span become five cron fields, printed as such with --cron and installed as the timer's "
+        "OnCalendar lines (both fire at the same times); a span makes a monotonic timer.",
     )
     outputs: list[DriftOutput] = Field(default_factory=_default_outputs)
     fail_on_drift: bool = Field(

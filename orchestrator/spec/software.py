@@ -27,7 +27,8 @@ class PackageSource(SpecModel):
     """A package the controller ships to hosts: a controller-side path or a URL, always with its sha256."""
 
     version: VersionText = Field(
-        description="Package version as Huawei names it, e.g. 25.5.1 or 7.8.0.2.212."
+        description="Package version as Huawei names it, e.g. 25.5.1 (a driver) or 7.8.0.6.201 (the firmware "
+        "released with it)."
     )
     path: str | None = Field(None, description="File on the controller.")
     url: AnyUrl | None = Field(None, description="Download URL (fetched once by the controller).")
@@ -45,8 +46,8 @@ class PackageSource(SpecModel):
 
 class AscendDockerRuntime(PackageSource):
     """MindCluster's Ascend Docker Runtime .run package (Ascend-docker-runtime_<ver>_linux-<arch>.run),
-    installed with `--install --install-scene=docker` (../shared/reference/ascend-host.md, "Ascend Docker
-    Runtime (MindCluster)"): an OCI runtime whose hook mounts the NPUs named in ASCEND_VISIBLE_DEVICES."""
+    installed with `--install --install-scene=docker` (MindCluster's docs, https://github.com/Ascend/mind-cluster):
+    an OCI runtime whose hook mounts the NPUs named in ASCEND_VISIBLE_DEVICES."""
 
     default_runtime: bool = Field(
         True,

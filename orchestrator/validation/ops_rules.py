@@ -5,42 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from orchestrator.drift.when import ScheduleError, parse_every
 from orchestrator.planning.image import DERIVED_BUILD_ARGS
 from orchestrator.planning.roles import hosts_with_role
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
 
-_CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7))
-_CRON_NAMES = ("minute", "hour", "day of month", "month", "day of week")
 _PERCENT = re.compile(r"^([1-9][0-9]?|100)%$")
-
-
-def _cron_field_ok(text: str, low: int, high: int) -> bool:
-    for part in text.split(","):
-        body, _, step = part.partition("/")
-        if step and (not step.isdigit() or int(step) == 0):
-            return False
-        if body == "*":
-            continue
-        lo, _, hi = body.partition("-")
-        if not lo.isdigit() or (hi and not hi.isdigit()):
-            return False
-        values = [int(lo)] + ([int(hi)] if hi else [])
-        if any(v < low or v > high for v in values) or (hi and int(hi) < int(lo)):
-            return False
-    return True
-
-
-def cron_problem(expr: str) -> str | None:
-    fields = expr.split()
-    if len(fields) != 5:
-        return f"a cron expression has 5 fields (minute hour day month weekday); '{expr}' has {len(fields)}"
-    for text, (low, high), name in zip(fields, _CRON_RANGES, _CRON_NAMES, strict=True):
-        if not _cron_field_ok(text, low, high):
-            return (
-                f"cron field '{text}' ({name}) is not valid: use *, N, N-M, lists and /STEP in {low}-{high}"
-            )
-    return None
 
 
 def check(spec: SiteSpec) -> Iterator[Finding]:
@@ -82,9 +53,11 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
             "add 'monitoring' to the roles of a server",
             "monitoring",
         )
-    problem = cron_problem(spec.drift.schedule)
-    if problem:
-        yield error(("drift", "schedule"), problem, "e.g. '0 */6 * * *' (every 6 hours)", "drift")
+    try:
+        parse_every(spec.drift.schedule)
+    except ScheduleError as exc:
+        problem, _, fix = str(exc).partition(" Fix: ")
+        yield error(("drift", "schedule"), problem.rstrip("."), fix.rstrip("."), "drift")
     for i, out in enumerate(spec.drift.outputs):
         if out.type == "file" and not out.path:
             yield error(("drift", "outputs", i, "path"), "a file output needs a path", "set path", "drift")

@@ -19,6 +19,7 @@ from orchestrator.catalog import (
     get_chip,
     get_release,
     pair_problem,
+    paired_firmware,
 )
 from orchestrator.spec.findings import Finding, SpecPath, error, warning
 from orchestrator.spec.site import SiteSpec
@@ -174,7 +175,7 @@ def _check_hdk(
             spec,
             ("software", "firmware", "version"),
             f"driver {driver} and firmware {sw.firmware.version} do not accept each other: {problem}",
-            "install the firmware released with this driver (same HDK release)",
+            _firmware_fix(driver),
         )
     elif driver_series(driver) is None and firmware_line(sw.firmware.version) is None:
         yield warning(
@@ -219,6 +220,22 @@ def _check_hdk(
             f"driver is {driver}",
             f"upgrade the driver and firmware to HDK {release.min_driver} or newer",
         )
+
+
+def _firmware_fix(driver: str) -> str:
+    paired = paired_firmware(driver)
+    if paired is not None:
+        return (
+            f"install firmware {paired}, released with driver {driver} in the same HDK release "
+            f"(orchestrator/catalog/data/hdk.yaml), and set software.firmware.version: {paired} with that "
+            "package's path or url and sha256"
+        )
+    series = driver_series(driver)
+    accepts = f" (driver {driver} accepts {series.compatible_version_fw})" if series is not None else ""
+    return (
+        f"install the firmware of the HDK release that ships driver {driver}{accepts}: the same download "
+        "page lists both packages"
+    )
 
 
 def _check_package(

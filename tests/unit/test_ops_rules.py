@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.validation.ops_rules import cron_problem
+from orchestrator.drift.when import cron_problem
 from tests.helpers import validate_data
 from tests.spec_text import Described, described
 
@@ -140,6 +140,28 @@ def test_derived_build_arg_is_a_warning_when_unsupported_is_allowed(single: dict
             "allow_unsupported)",
             None,
             "image",
+            [],
+        )
+    ]
+
+
+@pytest.mark.parametrize("schedule", ["daily", "02:00", "6h", "0 3 * * 1"])
+def test_drift_schedule_takes_the_words_of_every(single: dict[str, Any], schedule: str) -> None:
+    """One vocabulary with `drift schedule --every` (before, 'daily' and '02:00' were refused here)."""
+    single["drift"] = {"schedule": schedule}
+    assert [f for f in _findings(single) if f[0] == "drift.schedule"] == []
+
+
+def test_a_drift_schedule_outside_the_vocabulary_says_what_it_may_be(single: dict[str, Any]) -> None:
+    single["drift"] = {"schedule": "every tuesday"}
+    assert _findings(single) == [
+        (
+            "drift.schedule",
+            "'every tuesday' is not a drift schedule",
+            "use five cron fields (e.g. '0 */6 * * *'), hourly, daily, weekly, monthly (at a minute derived "
+            "from the site name), a daily time such as 02:00, or a time span of 5 minutes or more (30min, "
+            "6h, 1d)",
+            "drift",
             [],
         )
     ]

@@ -68,6 +68,28 @@ def test_firmware_that_refuses_the_driver_is_an_error(pair: dict) -> None:
     assert "not 25.5.1" in err.message
 
 
+def test_the_fix_names_the_firmware_released_with_the_driver(pair: dict) -> None:
+    """hdk.yaml's known pair (the 910B npu-smi board sample: Software 25.5.1 / Firmware 7.8.0.6.201)."""
+    _hdk(pair, "25.5.1", "7.5.0.1.129")
+    (err,) = [f for f in validate_data(pair).errors if f.path == ("software", "firmware", "version")]
+    assert err.fix is not None and err.fix.startswith(
+        "install firmware 7.8.0.6.201, released with driver 25.5.1 in the same HDK release"
+    )
+    assert "software.firmware.version: 7.8.0.6.201" in err.fix
+
+
+def test_an_inferred_range_says_where_it_comes_from(pair: dict) -> None:
+    """Driver 25.5's compatible_version_fw is inferred in hdk.yaml: no version.info of it was seen."""
+    _hdk(pair, "25.5.1", "6.4.0.1.100")
+    (err,) = [f for f in validate_data(pair).errors if f.path == ("software", "firmware", "version")]
+    assert err.message == (
+        "driver 25.5.1 and firmware 6.4.0.1.100 do not accept each other: driver 25.5.1 accepts firmware "
+        "[7.0.0,8.9.9] (no published version.info of driver 25.5 was found: orchestrator/catalog/data/"
+        "hdk.yaml infers the range from the nearest release whose version.info is known), not 6.4.0.1.100"
+    )
+    assert "its version.info" not in err.message
+
+
 def test_driver_older_than_the_canns_range_is_an_error(pair: dict) -> None:
     # CANN 9.1.0 release notes: 9.1.X is N on HDK 25.0.X, Y from 25.2.X (v0.23.0 builds on CANN 9.1.0)
     _hdk(pair, "25.0.rc1.1", "7.7.0.1.231")

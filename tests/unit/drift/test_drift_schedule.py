@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.cli import exits
-from orchestrator.drift.schedule import Every, ScheduleError, cron_schedule, parse_every, parse_span
+from orchestrator.drift.schedule import timer_unit
+from orchestrator.drift.when import Every, ScheduleError, cron_schedule, parse_every, parse_span
 from tests.helpers import ROOT, run_cli
 
 SITE = "a2-fleet-gateway"
@@ -86,18 +87,18 @@ def test_units_verify_and_run_drift_with_its_outputs(tmp_path: Path) -> None:
     assert not timer.exists()
 
 
-def test_a_calendar_expression_makes_a_persistent_calendar_timer(tmp_path: Path) -> None:
+def test_a_daily_time_makes_a_persistent_calendar_timer(tmp_path: Path) -> None:
     root = copy_site(tmp_path / "with space%")  # quoting and specifiers in ExecStart
     units = tmp_path / "units"
     out = run_cli(
-        "--root", str(root), "drift", "schedule", SITE, "--every", "Mon *-*-* 03:00", "--unit-dir", str(units)
+        "--root", str(root), "drift", "schedule", SITE, "--every", "03:00", "--unit-dir", f"{units}"
     )
     assert out.returncode == 0, out.stderr
     done = verify(units / f"{UNIT}.service", units / f"{UNIT}.timer")
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     tm = read_unit(units / f"{UNIT}.timer")["Timer"]
-    assert tm["OnCalendar"] == "Mon *-*-* 03:00"
+    assert tm["OnCalendar"] == "*-*-* 03:00:00"
     assert tm["Persistent"] == "true"
     exec_start = read_unit(units / f"{UNIT}.service")["Service"]["ExecStart"]
     assert f'"{root.resolve()}"'.replace("%", "%%") in exec_start
@@ -108,9 +109,9 @@ def test_bad_schedules_are_usage_errors(tmp_path: Path) -> None:
     units = tmp_path / "units"
     cases = {
         ("--every", "1min"): "shorter than 5 minutes",
-        ("--every", "every tuesday"): "systemd does not understand the calendar expression",
+        ("--every", "every tuesday"): "'every tuesday' is not a drift schedule. Fix: use five cron fields",
         ("--every", "7h", "--cron"): "cron cannot run every 7h evenly",
-        ("--every", "Mon *-*-* 03:00", "--cron"): "cron has no equivalent",
+        ("--every", "Mon *-*-* 03:00"): "is not a drift schedule",
     }
     for args, message in cases.items():
         out = run_cli("--root", str(root), "drift", "schedule", SITE, "--unit-dir", str(units), *args)
@@ -147,7 +148,7 @@ def test_cron_schedules() -> None:
     assert cron_schedule(site, parse_every("1h")).endswith(" * * * *")
     assert cron_schedule(site, parse_every("6h")).split()[1].endswith("-23/6")
     assert cron_schedule(site, parse_every("1d")).split()[2:] == ["*", "*", "*"]
-    assert cron_schedule(site, parse_every("daily")) == "@daily"
+    assert cron_schedule(site, parse_every("1d")) == cron_schedule(site, parse_every("daily"))
     assert cron_schedule(site, parse_every("1w")).split()[4] in {str(d) for d in range(7)}
     with pytest.raises(ScheduleError):
         cron_schedule(site, Every("45min", seconds=45 * 60))
@@ -180,3 +181,43 @@ def test_drift_disabled_in_the_spec_is_not_scheduled(tmp_path: Path) -> None:
     assert out.returncode == exits.USAGE, out.stderr
     assert "drift.enabled is false" in out.stderr and "--remove" in out.stderr
     assert not units.exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "fields", "calendar"),
+    [
+        ("02:00", "0 2 * * *", "*-*-* 02:00:00"),
+        ("7:05", "5 7 * * *", "*-*-* 07:05:00"),
+        ("30 */4 * * *", "30 */4 * * *", "*-*-* 00,04,08,12,16,20:30:00"),
+        # words: at the minute (hour, weekday) of sha256("s"), sha256("s/h"), sha256("s/d"), computed apart
+        ("hourly", "1 * * * *", "*-*-* *:01:00"),
+        ("daily", "1 14 * * *", "*-*-* 14:01:00"),
+        ("@daily", "1 14 * * *", "*-*-* 14:01:00"),
+        ("Weekly", "1 14 * * 3", "Wed *-*-* 14:01:00"),
+        ("monthly", "1 14 1 * *", "*-*-01 14:01:00"),
+    ],
+)
+def test_one_vocabulary_gives_cron_and_the_timer_the_same_times(
+    text: str, fields: str, calendar: str
+) -> None:
+    """--cron prints the fields, and the timer fires on the OnCalendar line of the same fields (before,
+    `--cron --every daily` printed @daily while the timer ran at midnight, and 02:00 was refused)."""
+    every = parse_every(text)
+    assert cron_schedule("s", every) == fields
+    assert f"\nOnCalendar={calendar}\n" in timer_unit("s", every)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("25:00", "'25:00' is not a drift schedule"),
+        ("Mon *-*-* 03:00", "'Mon *-*-* 03:00' is not a drift schedule"),
+        ("60 * * * *", "cron field '60' (minute) is not valid"),
+        ("2min", "'2min' is shorter than 5 minutes"),
+    ],
+)
+def test_what_is_not_a_schedule(text: str, problem: str) -> None:
+    with pytest.raises(ScheduleError) as caught:
+        parse_every(text)
+    assert str(caught.value).startswith(problem)
+    assert "Fix: " in str(caught.value)
