@@ -21,6 +21,7 @@ from orchestrator.cli import exits
 from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, resolve
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.sites import project_root
+from orchestrator.drift.env_file import EnvFileError, check_env_file, env_references
 from orchestrator.drift.schedule import (
     DEFAULT_TEXTFILE_DIR,
     DEFAULT_UNIT_DIR,
@@ -137,12 +138,22 @@ def schedule_command(
             "who ran sudo, else root.",
         ),
     ] = None,
+    env_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--env-file",
+            metavar="FILE",
+            help="NAME=VALUE lines (mode 0600) with the env: secrets the spec references; the service "
+            "reads it (EnvironmentFile=). Needed when the spec has env: references.",
+        ),
+    ] = None,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
     """Install a systemd timer + service that run `orchestrator drift SITE` (or print a cron line).
 
-    Exit codes: 0 installed (or printed, or removed), 2 invalid spec, 64 usage (a bad --every, or
+    Exit codes: 0 installed (or printed, or removed), 2 invalid spec (or an env: secret the run would
+    lack: --env-file), 64 usage (a bad --every, or
     drift.enabled false in the spec), 73 the units could not be written or enabled.
     """
     if remove:
@@ -159,6 +170,12 @@ def schedule_command(
         )
         raise typer.Exit(exits.USAGE)
     when = _when(every, result.spec.drift.schedule)
+    try:
+        check_env_file(env_file, env_references(result.spec), cron=cron)
+    except EnvFileError as exc:
+        console(stderr=True).print(str(exc), markup=False)
+        raise typer.Exit(exits.INVALID_SPEC) from None
+    env_file = env_file.resolve() if env_file is not None else None
     name = result.spec.site
     root = project_root().resolve()
     state = root / ".orchestrator" / "drift" / name
@@ -193,7 +210,7 @@ def schedule_command(
     try:
         unit_dir.mkdir(parents=True, exist_ok=True)
         state.mkdir(parents=True, exist_ok=True)
-        (unit_dir / f"{unit}.service").write_text(service_unit(name, command, root, user), "utf-8")
+        (unit_dir / f"{unit}.service").write_text(service_unit(name, command, root, user, env_file), "utf-8")
         (unit_dir / f"{unit}.timer").write_text(timer_unit(name, when), "utf-8")
     except OSError as exc:
         console(stderr=True).print(

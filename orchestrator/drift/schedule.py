@@ -52,7 +52,9 @@ def _systemd_arg(arg: str) -> str:
     return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def service_unit(site: str, command: Sequence[str], workdir: Path, user: str | None = None) -> str:
+def service_unit(
+    site: str, command: Sequence[str], workdir: Path, user: str | None = None, env_file: Path | None = None
+) -> str:
     exec_start = " ".join(_systemd_arg(a) for a in command)
     lines = [
         f"# Written by `orchestrator drift schedule {site}`; "
@@ -70,6 +72,14 @@ def service_unit(site: str, command: Sequence[str], workdir: Path, user: str | N
         "# 3: drift found, 4: hosts unreachable: findings (the textfile says which), not unit failures",
         "SuccessExitStatus=3 4",
         "Environment=PYTHONUNBUFFERED=1",
+        *(
+            [
+                "# the env: secrets the spec references (NAME=VALUE lines, mode 0600)",
+                f"EnvironmentFile={str(env_file).replace('%', '%%')}",
+            ]
+            if env_file is not None
+            else []
+        ),
         "Nice=10",
         "IOSchedulingClass=idle",
     ]

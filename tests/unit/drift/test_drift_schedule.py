@@ -16,15 +16,21 @@ import pytest
 from orchestrator.cli import exits
 from orchestrator.drift.schedule import timer_unit
 from orchestrator.drift.when import Every, ScheduleError, cron_schedule, parse_every, parse_span
-from tests.helpers import ROOT, run_cli
+from tests.helpers import copy_ready_site, run_cli
 
 SITE = "a2-fleet-gateway"
 UNIT = f"orchestrator-drift-{SITE}"
 
 
-def copy_site(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    shutil.copytree(ROOT / "inventories" / SITE, root / "inventories" / SITE)
+def copy_site(tmp_path: Path, webhook_env: bool = False) -> Path:
+    """The example, ready on this controller; its webhook URL a file reference unless webhook_env (then
+    env:DRIFT_WEBHOOK_URL, which a scheduled run can only get from --env-file)."""
+    root = copy_ready_site(tmp_path, SITE)
+    if not webhook_env:
+        spec = root / "inventories" / SITE / "site.yaml"
+        hook = spec.parent / "webhook-url"
+        hook.write_text("http://127.0.0.1:9/hook\n")
+        spec.write_text(spec.read_text().replace("env:DRIFT_WEBHOOK_URL", f"file:{hook}"))
     return root
 
 
@@ -221,3 +227,35 @@ def test_what_is_not_a_schedule(text: str, problem: str) -> None:
         parse_every(text)
     assert str(caught.value).startswith(problem)
     assert "Fix: " in str(caught.value)
+
+
+def test_env_secrets_reach_the_timer_only_through_a_private_env_file(tmp_path: Path) -> None:
+    """A systemd service starts without the caller's environment: with env: references the schedule needs
+    --env-file (mode 0600, every variable set), read by the unit with EnvironmentFile=; cron is refused."""
+    root = copy_site(tmp_path, webhook_env=True)
+    units, env = tmp_path / "units", tmp_path / "drift.env"
+    base = ("--root", str(root), "drift", "schedule", SITE, "--every", "1h", "--unit-dir", str(units))
+
+    def refused(*args: str) -> str:
+        out = run_cli(*base, *args)
+        assert out.returncode == exits.INVALID_SPEC, out.stderr
+        assert not units.exists()
+        return " ".join(out.stderr.split())
+
+    assert "environment variables (DRIFT_WEBHOOK_URL (drift.outputs[1].url))" in refused()
+    assert "Fix: drop --cron and pass --env-file" in refused("--cron")
+    env.write_text("DRIFT_WEBHOOK_URL=http://127.0.0.1:9/hook\n")
+    env.chmod(0o644)
+    assert f"Fix: chmod 600 {env}" in refused("--env-file", str(env))
+    env.chmod(0o600)
+    env.write_text("# the webhook\nDRIFT_WEBHOOK_URL=\n")
+    assert "does not set DRIFT_WEBHOOK_URL (drift.outputs[1].url) to a non-empty value" in refused(
+        "--env-file", str(env)
+    )
+    env.write_text('# the webhook\nDRIFT_WEBHOOK_URL="http://127.0.0.1:9/hook"\n')
+    out = run_cli(*base, "--env-file", str(env))
+    assert out.returncode == 0, out.stderr
+    service = units / f"{UNIT}.service"
+    assert read_unit(service)["Service"]["EnvironmentFile"] == str(env.resolve())
+    done = verify(service, units / f"{UNIT}.timer")
+    assert (done.returncode, done.stderr) == (0, "")
