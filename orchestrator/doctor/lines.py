@@ -14,7 +14,8 @@ from dataclasses import dataclass
 _PREFIXES = (
     re.compile(r"\x1b\[[0-9;]*[A-Za-z]"),  # terminal colours
     re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"),  # docker logs -t
-    re.compile(r"\([A-Za-z][\w-]* pid=\d+(?:, ip=[^)]*)?\)\s*"),  # (Worker_TP3 pid=..), (RayWorkerWrapper ..)
+    # (Worker_TP3 pid=..), (RayWorkerWrapper pid=.., ip=..), (VllmWorker rank=3 pid=..), (VllmWorker TP0 ..)
+    re.compile(r"\([A-Za-z][\w-]*(?: [\w=-]+)? pid=\d+(?:, ip=[^)]*)?\)\s*"),
     re.compile(r"\[rank\d+\]:\s*"),  # torch.distributed
     # vLLM's logger: "ERROR 11-07 06:32:37 [multiproc_executor.py:671] " (older: "... worker_base.py:572] ")
     re.compile(

@@ -10,7 +10,8 @@ last traceback line often names the wrong cause. So (research notes, section 0.1
    the higher priority, then to the rule listed first;
 3. `generic` rules (a symptom several causes share) win only when no specific rule matched;
 4. the first error code of the file (skipping the generic lines) is reported with its line, whatever the
-   diagnosis.
+   diagnosis, and so are the first lines that read as errors (`key_lines`: what an operator reads first
+   when no rule knows the cause; Python traceback frames and the generic wrappers are left out).
 
 Leading lines starting with "# source:" (the public address a saved fixture came from) are ignored.
 """
@@ -28,6 +29,16 @@ from orchestrator.doctor.rules import log_rules
 
 MAX_CODES = 10
 """Distinct error codes listed per file (in the order they first appear)."""
+
+MAX_KEY_LINES = 8
+"""Lines that read as errors listed per file (the first ones, distinct texts)."""
+
+_KEY = re.compile(
+    r"[A-Z]\w*(?:Error|Exception)\b|\b(?:error|errors|failed|fail|failure|timed out|times out|timeout|cannot|"
+    r"can not|invalid|not found|no such file|undefined symbol|refused|denied|abnormal|insufficient)\b",
+    re.IGNORECASE,
+)
+_NOT_KEY = re.compile(r'^(?:File "|raise |[\^~ ]*$)')
 
 _HEADER = "# source:"
 
@@ -53,13 +64,23 @@ class CodeLine:
 
 
 @dataclass(frozen=True)
+class KeyLine:
+    """A line that reads as an error: its 1-based number and the line as written."""
+
+    line_no: int
+    line: str
+
+
+@dataclass(frozen=True)
 class Scan:
-    """The diagnosis of one log: the winning rule (None: no known cause), the first code, the codes."""
+    """The diagnosis of one log: the winning rule (None: no known cause), the first code, the codes, and
+    the first lines that read as errors."""
 
     match: Match | None
     first_code: CodeLine | None
     codes: tuple[CodeLine, ...]
     lines: int
+    key_lines: tuple[KeyLine, ...] = ()
 
 
 class _Matcher:
@@ -80,12 +101,15 @@ def _rule_matches(rule: Rule, i: int, cleaned: Sequence[str]) -> bool:
     for pat in rule.patterns:
         if pat.compiled().search(cleaned[i]) is None:
             continue
-        near = pat.near_compiled()
-        if near is None:
+        near, unless = pat.near_compiled(), pat.unless_compiled()
+        if near is None and unless is None:
             return True
         window = cleaned[max(0, i - NEAR_LINES) : i + NEAR_LINES + 1]
-        if any(near.search(t) for t in window):
-            return True
+        if near is not None and not any(near.search(t) for t in window):
+            continue
+        if unless is not None and any(unless.search(t) for t in window):
+            continue
+        return True
     return False
 
 
@@ -105,6 +129,7 @@ def scan_lines(lines: Sequence[str], rules: Sequence[Rule] | None = None) -> Sca
     specific: tuple[int, Rule] | None = None
     generic: tuple[int, Rule] | None = None
     codes: dict[str, CodeLine] = {}
+    key: dict[str, KeyLine] = {}
     for i in range(start, len(lines)):
         text = cleaned[i]
         if not text or is_generic(text):
@@ -112,6 +137,8 @@ def scan_lines(lines: Sequence[str], rules: Sequence[Rule] | None = None) -> Sca
         code = first_code(text)
         if code is not None and code.code not in codes and len(codes) < MAX_CODES:
             codes[code.code] = CodeLine(code, i + 1, lines[i].rstrip())
+        if len(key) < MAX_KEY_LINES and text not in key and _is_key(text, code is not None):
+            key[text] = KeyLine(i + 1, lines[i].rstrip())
         if specific is not None:
             continue  # only codes are still collected after the earliest specific line
         found = matcher.rules_on(i, cleaned)
@@ -129,7 +156,14 @@ def scan_lines(lines: Sequence[str], rules: Sequence[Rule] | None = None) -> Sca
         details, hint = _hint(rule, cleaned[i : i + NEAR_LINES + 1])
         match = Match(rule, i + 1, lines[i].rstrip(), details, hint)
     listed = tuple(codes.values())
-    return Scan(match, listed[0] if listed else None, listed, len(lines))
+    return Scan(match, listed[0] if listed else None, listed, len(lines), tuple(key.values()))
+
+
+def _is_key(text: str, has_code: bool) -> bool:
+    """Whether a (stripped, non-generic) line reads as an error worth showing when no rule matched."""
+    if _NOT_KEY.match(text):
+        return False
+    return has_code or _KEY.search(text) is not None
 
 
 def _hint(rule: Rule, block: Sequence[str]) -> tuple[dict[str, str], str | None]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.console import Console
 
-from orchestrator.doctor.logscan import CodeLine, Match, Scan
+from orchestrator.doctor.logscan import CodeLine, KeyLine, Match, Scan
 from orchestrator.doctor.rules import BY_ID, log_rules
 
 
@@ -30,7 +30,8 @@ def _related(m: Match) -> str:
 
 
 def print_results(out: Console, results: Sequence[LogResult]) -> None:
-    """Per file: the known cause (rule, line, first code, cause, fix, sources) or a 'no known cause' line."""
+    """Per file: the known cause (rule, line, first code, cause, fix, sources), or 'no known cause' with the
+    first error code and the first lines that read as errors (no guess is printed)."""
 
     def say(text: str) -> None:
         out.print(text, markup=False, highlight=False)
@@ -45,6 +46,14 @@ def print_results(out: Console, results: Sequence[LogResult]) -> None:
                 say("  first error code: none seen")
             else:
                 say(f"  first error code: {_code_text(s.first_code)}: {s.first_code.line.strip()}")
+            if s.codes:
+                say(f"  codes: {', '.join(c.code.code for c in s.codes)}")
+            if s.key_lines:
+                say("  lines that matter (the first that read as errors):")
+                for k in s.key_lines:
+                    say(f"    {k.line_no}: {_clip(k.line.strip())}")
+            else:
+                say("  lines that matter: none read as errors")
             continue
         r = m.rule
         say(f"{res.file}: known cause {r.id}: {r.title}")
@@ -65,6 +74,18 @@ def print_results(out: Console, results: Sequence[LogResult]) -> None:
         rows += [("sources", "\n               ".join(r.sources))]
         for key, value in rows:
             say(f"  {key + ':':<12} {value}")
+
+
+KEY_LINE_CHARS = 300
+"""Characters of a key line printed in the table (the JSON has the whole line)."""
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= KEY_LINE_CHARS else text[: KEY_LINE_CHARS - 1] + "…"
+
+
+def _key_json(k: KeyLine) -> dict[str, Any]:
+    return {"line": k.line_no, "text": k.line}
 
 
 def _code_json(c: CodeLine | None, with_text: bool = True) -> dict[str, Any] | None:
@@ -107,6 +128,7 @@ def results_json(results: Sequence[LogResult], exit_code: int) -> str:
             "diagnosis": _match_json(res.scan.match),
             "first_code": _code_json(res.scan.first_code),
             "codes": [_code_json(c, with_text=False) for c in res.scan.codes],
+            "key_lines": [_key_json(k) for k in res.scan.key_lines],
         }
         for res in results
     ]

@@ -18,10 +18,13 @@ class Preflight(StrEnum):
 @dataclass(frozen=True)
 class Pattern:
     """A regex for one distinctive log line. `near`: a second regex that must match within `NEAR_LINES`
-    lines of it (the same CANN block) for the line to count."""
+    lines of it (the same CANN block) for the line to count; `unless`: a regex that must NOT match within
+    those lines (the line a neighbouring cause prints beside the same symptom, e.g. an NPU NIC that failed
+    to come up before HCCL could listen on its port)."""
 
     regex: str
     near: str | None = None
+    unless: str | None = None
 
     def compiled(self) -> re.Pattern[str]:
         return _compile(self.regex)
@@ -29,9 +32,12 @@ class Pattern:
     def near_compiled(self) -> re.Pattern[str] | None:
         return None if self.near is None else _compile(self.near)
 
+    def unless_compiled(self) -> re.Pattern[str] | None:
+        return None if self.unless is None else _compile(self.unless)
+
 
 NEAR_LINES = 50
-"""How far (in lines, either side) a Pattern's `near` regex may be from the matched line."""
+"""How far (in lines, either side) a Pattern's `near` and `unless` regexes look from the matched line."""
 
 
 @dataclass(frozen=True)

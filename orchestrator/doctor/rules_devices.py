@@ -4,7 +4,7 @@ Each rule cites the public reports its log line and fix were read from (research
 
 from __future__ import annotations
 
-from orchestrator.doctor.rule import Preflight, Rule, p
+from orchestrator.doctor.rule import Pattern, Preflight, Rule, p
 from orchestrator.doctor.sources import FAQ, HIASCEND_CONTAINER, INSTALL, va, vap
 
 _DRIVER_MOUNTS = (
@@ -13,6 +13,11 @@ _DRIVER_MOUNTS = (
     "-v /etc/ascend_install.info:/etc/ascend_install.info -v /usr/local/dcmi:/usr/local/dcmi "
     "-v /usr/local/bin/npu-smi:/usr/local/bin/npu-smi"
 )
+_RAY = r"\bRay\w*|\bray\b|RAY_|ray_distributed_executor|distributed[-_]executor[-_]backend[= ]+['\"]?ray"
+"""A line showing the process runs under Ray (its prefixes, its logger, a `ray` version line, the flag)."""
+_ASCENDING = r"must be configured in ascending order"
+_DEVICE_COUNT_207004 = r"aclrtGetDeviceCount\(&device_count\), error code is 207004"
+
 _BUSY_FIX = (
     "stop the other container or process holding /dev/davinciN (`npu-smi info` lists the processes; "
     "`docker ps -q | xargs docker inspect -f '{{.Name}} {{json .HostConfig.Devices}}'` the containers), or "
@@ -256,10 +261,36 @@ VISIBLE = (
         '"0,1,2,3,4,5,6,7"',
     ),
     Rule(
+        id="visible-devices-not-ascending",
+        area="visible devices / Ray",
+        title="ASCEND_RT_VISIBLE_DEVICES is not in ascending order (EE1001, then 207004)",
+        patterns=(
+            Pattern(r"ASCEND_RT_VISIBLE_DEVICES:[\d,\s]+ error, it must be configured in ascending order"),
+            Pattern(_DEVICE_COUNT_207004, near=_ASCENDING),
+        ),
+        codes=("EE1001", "207004"),
+        cause="CANN accepts ASCEND_RT_VISIBLE_DEVICES only in ascending order; with any other order the "
+        "runtime reports no usable device (aclrtGetDeviceCount returns 207004, torch.npu.is_available() is "
+        "False), which reads like a Ray or driver problem.",
+        fix="list the NPUs in ascending order (0,1,2,3,4,5,6,7, not 0,2,4,6,1,3,5,7); to put ranks on "
+        "particular NPUs, order the ranks, not the variable.",
+        preflight=Preflight.yes,
+        sources=(
+            "https://github.com/gpustack/gpustack/issues/2527",
+            "https://github.com/agentscope-ai/Trinity-RFT/pull/618",
+        ),
+        example="EE1001: [PID: 112081] 2025-07-17-08:06:53.296.370 The argument is invalid.Reason: set "
+        "ASCEND_RT_VISIBLE_DEVICES:0,2,4,6,1,3,5,7 error, it must be configured in ascending order",
+        detail=r"ASCEND_RT_VISIBLE_DEVICES:(?P<devices>[\d,]+) error",
+        hint="this process had ASCEND_RT_VISIBLE_DEVICES={devices}",
+        priority=70,
+        related=("ray-device-count-207004",),
+    ),
+    Rule(
         id="ray-device-count-207004",
         area="visible devices / Ray",
         title="a Ray-launched engine saw no usable NPU (207004)",
-        patterns=p(r"aclrtGetDeviceCount\(&device_count\), error code is 207004"),
+        patterns=(Pattern(_DEVICE_COUNT_207004, near=_RAY),),
         codes=("207004",),
         cause="with Ray managing a multi-NPU node only the first engine started: the next engines saw no "
         "(or unsuitable) devices through Ray's visible-devices handling.",
@@ -269,5 +300,31 @@ VISIBLE = (
         sources=(*va(322), *vap(1234)),
         example="RuntimeError: init:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:285 NPU function "
         "error: aclrtGetDeviceCount(&device_count), error code is 207004",
+        inferred="207004 is named a Ray problem only with a Ray line (RayWorkerWrapper, "
+        "ray_distributed_executor, a ray version) within 50 lines: a non-ascending ASCEND_RT_VISIBLE_DEVICES "
+        "prints the same code without Ray (gpustack 2527), and that log must not be called a Ray problem.",
+        related=("visible-devices-not-ascending",),
+    ),
+    Rule(
+        id="ray-no-npu-resource",
+        area="visible devices / Ray",
+        title='Ray offered the engine no NPU on its node ("Current node has no NPU available")',
+        patterns=p(r"Current node has no NPU available"),
+        codes=(),
+        cause="vLLM's Ray executor found no free NPU resource on the node it runs on: Ray registered the "
+        "node's devices as GPUs (ray start --num-gpus) or not at all, or every NPU is already held by a "
+        "placement group of another engine.",
+        fix="make Ray register the NPUs on every node (`ray status` must list NPU, not GPU: Ray detects "
+        "Ascend NPUs when the driver is visible in its container, else declare them with "
+        "`ray start ... --resources='{\"NPU\": 8}'`), and restart Ray to drop stale placement groups before "
+        "starting vLLM.",
+        preflight=Preflight.partly,
+        sources=(*va(3114), "https://github.com/ray-project/ray/issues/55137"),
+        example="ValueError: Current node has no NPU available. current_node_resource={'memory': 215",
+        detail=r"'GPU': (?P<gpus>[\d.]+)",
+        hint="Ray registered {gpus} GPUs and no NPU on this node (ray start --num-gpus)",
+        inferred="the ray start flags of the fix are not from the thread; the placement-group cause is read "
+        "from the vLLM check that raises the error.",
+        related=("ray-device-count-207004", "ray-dp-visible-range"),
     ),
 )

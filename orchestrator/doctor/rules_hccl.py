@@ -9,6 +9,9 @@ from orchestrator.doctor.rule import Pattern, Preflight, Rule, p
 from orchestrator.doctor.sources import FAQ, INSTALL, va, va_file, vap
 
 _MOE_OP = r"MoeDistributeDispatch|MoeDistributeCombine|dispatch_ffn_combine|\bmc2\b"
+_NIC_DOWN = r"\bEJ0002\b|The network port is down|rdma init fail|ra nic init rdma failed|ra rdev init failed"
+"""Lines HCCP/HCCL print when an NPU NIC's RDMA (RoCE) port did not come up: the listen failure after them
+is not a port conflict."""
 
 GRAPH_RULES = (
     Rule(
@@ -16,7 +19,7 @@ GRAPH_RULES = (
         area="HCCL buffer (MoE)",
         title="HCCL_BUFFSIZE is too small for MoE dispatch/combine",
         patterns=(
-            Pattern(r"HCCL_BUFFSIZE is too SMALL"),
+            Pattern(r"HCCL_BUFFSIZE(?:_[A-Z]+)? is too SMALL"),
             Pattern(r"The DDR address of the MTE instruction is out of range", near=_MOE_OP),
         ),
         codes=("EZ9999", "561002"),
@@ -33,6 +36,7 @@ GRAPH_RULES = (
             *va(8818),
             *vap(4512),
             va_file("csrc/mc2/dispatch_ffn_combine/op_host/dispatch_ffn_combine_tiling.cpp"),
+            *va(16835),
         ),
         example="EZ9999[PID: 17833] 2025-12-23-07:36:19.237.396 (EZ9999):  HCCL_BUFFSIZE is too SMALL, maxBs "
         "= 512, h = 2048, epWorldSize = 2, localMoeExpertNum = 64, sharedExpertNum = 0, "
@@ -42,6 +46,8 @@ GRAPH_RULES = (
         detail=r"=\s*(?P<needed>\d+)MB, HCCL_BUFFSIZE=(?P<set>\d+)MB",
         hint="the operator needs HCCL_BUFFSIZE >= {needed} (MB) and got {set}: export HCCL_BUFFSIZE={needed} "
         "or more on every rank",
+        inferred="HCCL_BUFFSIZE_EP (vllm-ascend 16835) is matched as the same check of the EP group's "
+        "buffer; the thread raised HCCL_BUFFSIZE.",
     ),
     Rule(
         id="aclgraph-stream-exhausted",
@@ -89,19 +95,42 @@ GRAPH_RULES = (
         id="mla-graph-heads-unsupported",
         area="graph capture",
         title="graph mode's MLA kernel does not support this heads-per-rank ratio",
-        patterns=p(r"numHeads / numKvHeads = \d+, MLA only support \{32, 64, 128\}"),
+        patterns=p(
+            r"numHeads / numKvHeads = \d+, MLA only support \{32, 64, 128\}",
+            r"The allowed number of queries per kv when enabling both MLA and Graph mode only support "
+            r"\{32, 64, 128\}",
+        ),
         codes=("EZ9999",),
         cause="the incremental flash-attention kernel used in graph mode supports num_heads / TP / "
         "num_kv_heads of 32, 64 or 128 only (DeepSeek-V2-Lite is not supported).",
         fix="choose TP so that num_heads / TP / num_kv_heads is 32, 64 or 128, or disable graph mode "
         "(vllm-ascend FAQ 13).",
         preflight=Preflight.yes,
-        sources=(FAQ,),
+        sources=(FAQ, *va(1451), *vap(933)),
         example="[rank0]: EZ9999: [PID: 62938] 2025-05-27-06:52:12.455.807 numHeads / numKvHeads = 8, MLA "
         "only support {32, 64, 128}.[FUNC:CheckMlaAttrs]"
         "[FILE:incre_flash_attention_tiling_check.cc][LINE:1218]",
         detail=r"numHeads / numKvHeads = (?P<ratio>\d+)",
         hint="this replica's ratio is {ratio}",
+    ),
+    Rule(
+        id="aclgraph-model-unsupported",
+        area="graph capture",
+        title="this vllm-ascend release has no ACL graph mode for the model (eager or TorchAir only)",
+        patterns=p(r"ACL Graph does not support \w+"),
+        codes=(),
+        cause="ACL graph capture is the default for V1 engines, but a release may refuse a model family it "
+        "cannot capture yet (DeepSeek in 0.9.x ran only eager or in TorchAir graph mode).",
+        fix="start with --enforce-eager, or enable TorchAir graph mode as the message says "
+        '(--additional-config \'{"torchair_graph_config":{"enabled":true}}\'), or use a vllm-ascend release '
+        "whose graph mode guide lists the model.",
+        preflight=Preflight.yes,
+        sources=(*va(1458), *vap(836, 1083)),
+        example="NotImplementedError: ACL Graph does not support deepseek. Please try torchair graph mode to "
+        "serve deepseek models on vllm-ascend. Or set `enforce_eager=True` to use eager mode",
+        detail=r"ACL Graph does not support (?P<model>\w+)",
+        hint="the refused model family: {model}",
+        related=("mla-graph-heads-unsupported",),
     ),
 )
 
@@ -110,11 +139,13 @@ NETWORK_RULES = (
         id="hccl-port-in-use",
         area="HCCL ports",
         title="HCCL could not bind its port: another replica or a stale process uses it",
-        patterns=p(
-            r"\bEJ0003\b.*Failed to bind the IP port",
-            r"Communication_Error_Bind_IP_Port\((?:EJ0003|EI0019)\)",
-            r"host nic listen start failed, port\[\d+\]",
-            r"listen on ip\[[^\]]+\] and specific port\[\d+\] fail",
+        patterns=(
+            *p(
+                r"\bEJ0003\b.*Failed to bind the IP port",
+                r"Communication_Error_Bind_IP_Port\((?:EJ0003|EI0019)\)",
+            ),
+            Pattern(r"host nic listen start failed, port\[\d+\]", unless=_NIC_DOWN),
+            Pattern(r"listen on ip\[[^\]]+\] and specific port\[\d+\] fail", unless=_NIC_DOWN),
         ),
         codes=("EJ0003", "EI0019"),
         cause="two HCCL jobs on one host use the same ports (60000+ by default; 16666 for the "
@@ -135,6 +166,35 @@ NETWORK_RULES = (
         "address and port have been bound already.",
         detail=r"port\[(?P<port>\d+)\]",
         hint="port {port} was taken",
+        inferred="a listen failure is a port conflict only without an NPU NIC failure beside it "
+        "(npu-nic-port-down prints the same listen line after 'ra rdma init failed').",
+        related=("npu-nic-port-down",),
+    ),
+    Rule(
+        id="npu-nic-port-down",
+        area="NPU NIC",
+        title="an NPU NIC's RoCE port is down or not set up (EJ0002, RDMA init failed)",
+        patterns=p(
+            r"\bEJ0002\b.{0,80}The network port is down",
+            r"ra rdma init failed, devid\[\d+\]",
+            r"ra nic init rdma failed",
+        ),
+        codes=("EJ0002",),
+        cause="HCCL could not bring up the RDMA (RoCE) port of an NPU: its link is down (cable, optics, "
+        "switch port) or the NPU NIC has no usable address. HCCL then also fails to listen on that NIC, "
+        "which reads like a port conflict but is not one.",
+        fix="check the NPU NIC the log names (devid[N], ip[...]): `hccn_tool -i N -link -g` must say UP, "
+        "`hccn_tool -i N -ip -g` must show the address /etc/hccn.conf gives it; fix the cable or switch port "
+        "or the hccn configuration, then restart the replica.",
+        preflight=Preflight.yes,
+        sources=(*va(1815), INSTALL),
+        example="RuntimeError: EJ0002: [PID: 38079] 2025-07-15-12:45:31.202.787 The network port is down.",
+        detail=r"devid\[(?P<device>\d+)\] ip\[(?P<ip>[^\]]+)\]",
+        hint="NPU {device} (NIC address {ip}) failed RDMA init: run `hccn_tool -i {device} -link -g`",
+        inferred="the thread has no maintainer answer; the cause is read from the EJ0002 text and the "
+        "HCCP/HCCL RDMA init errors of its plog.",
+        priority=60,
+        related=("hccl-port-in-use", "npu-nic-tls-or-link"),
     ),
     Rule(
         id="hccl-get-socket-timeout",

@@ -1,5 +1,5 @@
-"""Rules: /dev/shm, scheduler limits, AICore faults, operator compilation, the platform plugin and
-quantized models.
+"""Rules: /dev/shm, scheduler limits, AICore faults, operator compilation, the platform plugin, quantized
+models and the KV connector's libraries.
 
 Each rule cites the public reports its log line and fix were read from (research notes R32-R37)."""
 
@@ -134,5 +134,23 @@ SERVING_RULES = (
         preflight=Preflight.yes,
         sources=(va_file("vllm_ascend/quantization/modelslim_config.py"), *va(633, 902), *vap(582)),
         example="NotImplementedError: There is no available ascend quantizer.",
+    ),
+    Rule(
+        id="kv-connector-library-not-found",
+        area="KV connector",
+        title="the Mooncake connector's Ascend transport library is not on the loader path",
+        patterns=p(r"\b(?:lib)?ascend_transport\w*\.so: cannot open shared object file"),
+        codes=(),
+        cause="Mooncake's Ascend transport (ascend_transport.so, installed under /usr/local/lib) is not "
+        "found: /usr/local/lib is not on LD_LIBRARY_PATH in the process that starts vLLM, or Mooncake was "
+        "not installed with its Ascend transport.",
+        fix="export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:/usr/local/lib in the command that starts vLLM (the "
+        "vllm-ascend Dockerfiles set it since PR 6955/6976); if the file is missing, install Mooncake built "
+        "with USE_ASCEND_DIRECT=ON.",
+        preflight=Preflight.yes,
+        sources=(*va(6949), *vap(6955), *va(5299)),
+        example="ImportError: ascend_transport.so: cannot open shared object file: No such file or directory",
+        inferred="the USE_ASCEND_DIRECT build is from vllm-ascend 5299, not from the failing report.",
+        related=("cann-env-not-sourced",),
     ),
 )

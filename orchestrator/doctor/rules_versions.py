@@ -5,7 +5,7 @@ Each rule cites the public reports its log line and fix were read from (research
 from __future__ import annotations
 
 from orchestrator.doctor.rule import Preflight, Rule, p
-from orchestrator.doctor.sources import FAQ, VERSIONS, va
+from orchestrator.doctor.sources import FAQ, VERSIONS, va, va_file, vap
 
 VERSION_RULES = (
     Rule(
@@ -75,20 +75,59 @@ VERSION_RULES = (
     Rule(
         id="aclnn-op-missing-cann-too-old",
         area="CANN versions",
-        title="an aclnn operator vllm-ascend calls is not in the installed CANN",
+        title="an aclnn operator vllm-ascend calls is not installed (CANN too old, or vllm-ascend's own op "
+        "missing)",
         patterns=p(
-            r"'aclnn\w+ or \w+GetWorkspaceSize not in libopapi\.so",
+            r"'?aclnn\w+ or \w+GetWorkspaceSize not in libopapi\.so",
             r"call aclnn\w+ failed, error code is 561103",
         ),
         codes=("561103",),
-        cause="the installed CANN is older than the vllm-ascend/torch_npu release requires (it does not ship "
-        "the operator), or CANN and driver do not match (561103).",
-        fix="install the CANN version of vllm-ascend's compatibility matrix for this release.",
+        cause="the operator is looked up in CANN's libopapi.so and in vllm-ascend's custom operator package: "
+        "the installed CANN is older than the vllm-ascend/torch_npu release requires, CANN and driver do not "
+        "match (561103), or the operator is one vllm-ascend builds itself (e.g. LightningIndexer for "
+        "DeepSeek-V3.2) and the installed vllm-ascend build lacks it.",
+        fix="install the CANN version of vllm-ascend's compatibility matrix for this release; for an "
+        "operator vllm-ascend ships itself use a release or image that builds it (vllm-ascend 5056 was fixed "
+        "by PR 5082).",
         preflight=Preflight.yes,
-        sources=(*va(7095, 4859), VERSIONS),
+        sources=(*va(7095, 4859, 5056), *vap(5082), VERSIONS),
         example="'aclnnAddRmsNormBias or aclnnAddRmsNormBiasGetWorkspaceSize not in libopapi.so, or "
         "libopapi.sonot found.', please check the stack trace above for the root cause",
+        detail=r"(?P<op>aclnn\w+) or \w+GetWorkspaceSize not in libopapi",
+        hint="missing operator: {op}",
         inferred="the 561103 diagnosis is a user's comment, not a maintainer's.",
+    ),
+    Rule(
+        id="torch-npu-nnal-mismatch",
+        area="CANN versions",
+        title="torch_npu and the installed NNAL (ATB) / CANN do not match (undefined symbol)",
+        patterns=p(
+            r"(?:/torch_npu/|/nnal/)\S*\.so: undefined symbol",
+            r"undefined symbol: _ZN\d+(?:atb|Mki)\d",
+        ),
+        codes=(),
+        cause="torch_npu and its ATB operator plugin are built against one CANN/NNAL release and one C++ "
+        "ABI; another NNAL (ATB) release, or the other ABI directory (nnal/atb/latest/atb/cxx_abi_0 or "
+        "cxx_abi_1, chosen when nnal's set_env.sh is sourced), lacks the symbols they link to.",
+        fix="install the CANN, NNAL and torch_npu versions vllm-ascend's compatibility matrix pairs (the "
+        "official image ships a matching set); source /usr/local/Ascend/nnal/atb/set_env.sh after torch is "
+        "installed (it picks the ABI from the installed torch) and check ATB_HOME_PATH.",
+        preflight=Preflight.yes,
+        sources=(
+            *va(117),
+            "https://github.com/Ascend/pytorch/issues/99",
+            *va(1144),
+            *vap(242),
+            VERSIONS,
+        ),
+        example="ImportError: /usr/local/python3.10.14/lib/python3.10/site-packages/torch_npu/lib/"
+        "libtorch_npu.so: undefined symbol: _ZN3atb15CreateOperationINS_5infer14GroupTopkParamEEEiRKT_PPNS_"
+        "9OperationE",
+        detail=r"(?P<library>[\w.-]+\.so): undefined symbol",
+        hint="{library} does not find a symbol of the installed NNAL/CANN",
+        inferred="which side is older is not in the line: vllm-ascend 117 needed a newer NNAL (GroupTopk, "
+        "PR 242), vllm-ascend 1144 the other ABI directory.",
+        related=("nnal-atb-missing", "cann-env-not-sourced"),
     ),
     Rule(
         id="driver-cann-incompatible",
@@ -112,6 +151,31 @@ VERSION_RULES = (
 )
 
 MEMORY_RULES = (
+    Rule(
+        id="npu-memory-held-by-others",
+        area="HBM",
+        title="HBM was already in use when the engine started (free HBM below --gpu-memory-utilization)",
+        patterns=p(
+            r"Free memory on device(?: \S+)? \([\d.]+/[\d.]+ GiB\) on startup is less than desired GPU "
+            r"memory utilization"
+        ),
+        codes=(),
+        cause="vLLM claims gpu_memory_utilization x the NPU's HBM at start and first checks that much is "
+        "free; another process on the same NPU (a second replica, a leftover vLLM, another framework) "
+        "already holds the rest.",
+        fix="free the NPU (`npu-smi info` lists the processes holding HBM; stop stale replicas) or place the "
+        "replica on a free NPU; replicas that must share an NPU need --gpu-memory-utilization values that "
+        "add up to less than 1.",
+        preflight=Preflight.partly,
+        sources=(*va(8621, 14628), va_file("vllm_ascend/worker/worker.py")),
+        example="ValueError: Free memory on device (27.18/60.96 GiB) on startup is less than desired GPU "
+        "memory utilization (0.9, 54.86 GiB). Decrease GPU memory utilization or reduce GPU memory used by "
+        "other processes.",
+        detail=r"Free memory on device(?: \S+)? \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is "
+        r"less than desired GPU memory utilization \((?P<util>[\d.]+), (?P<wanted>[\d.]+) GiB\)",
+        hint="{free} of {total} GiB was free at start; --gpu-memory-utilization {util} wanted {wanted} GiB",
+        related=("npu-oom", "kv-cache-no-memory"),
+    ),
     Rule(
         id="npu-oom",
         area="HBM",

@@ -132,3 +132,21 @@ def test_log_dash_reads_standard_input() -> None:
     assert doc["files"][0]["file"] == "-"
     assert doc["files"][0]["diagnosis"]["rule"] == "hccl-get-socket-timeout"
     assert doc["files"][0]["diagnosis"]["related"] == ["npu-nic-tls-or-link"]
+
+
+def test_no_known_cause_prints_the_code_and_the_lines_that_matter_not_a_guess(tmp_path: Path) -> None:
+    # gpustack#2527 without its EE1001 line: a bare 207004 names no cause (not Ray, not device order)
+    lines = (DATA / "f9-device-order-207004.log").read_text(encoding="utf-8").splitlines()
+    log = tmp_path / "bare-207004.log"
+    log.write_text("\n".join(line for line in lines if "EE1001" not in line) + "\n", encoding="utf-8")
+    out = run_cli("doctor", "--log", str(log))
+    assert out.returncode == 0, out.stderr
+    assert f"{log}: no known cause found" in out.stdout
+    assert "first error code: 207004 (acl) on line 4:" in out.stdout
+    assert "  lines that matter (the first that read as errors):" in out.stdout
+    assert "    4: (VllmWorker rank=3 pid=112081) ERROR 07-17 08:06:53" in out.stdout
+    assert "ray-device-count" not in out.stdout and "cause:" not in out.stdout
+    doc = json.loads(run_cli("doctor", "--log", str(log), "--format", "json").stdout)
+    (f,) = doc["files"]
+    assert f["diagnosis"] is None
+    assert f["key_lines"][0]["line"] == 4 and "error code is 207004" in f["key_lines"][0]["text"]

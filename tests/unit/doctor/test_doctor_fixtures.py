@@ -26,6 +26,9 @@ EXPECTED = {
     "f5b-get-socket-timeout-named.log": ("hccl-get-socket-timeout", "NnopbaseRunWithWorkspace"),
     "f6-vector-core-507035.log": ("aicore-vector-exception", "rtDeviceSynchronizeWithTimeout"),
     "f7-hccl-port-bound.log": ("hccl-port-in-use", "HcclGetRootInfo(&hcclID), error code is 11"),
+    # issue 23 item 12: the two logs the doctor used to name a WRONG cause for (see the tests below)
+    "f8-ej0002-port-down.log": ("npu-nic-port-down", "and specific port[16666] fail"),
+    "f9-device-order-207004.log": ("visible-devices-not-ascending", "The device is unavailable."),
 }
 
 
@@ -177,3 +180,67 @@ def test_values_read_from_the_matched_block() -> None:
     )
     assert oom.match is not None
     assert oom.match.details == {"npu": "6", "total": "60.97", "allocated": "10.24", "free": "19.79 MiB"}
+
+
+def test_ej0002_port_down_is_not_called_port_in_use() -> None:
+    """vllm-ascend#1815: EJ0002 "The network port is down", then HCCP's RDMA init failures, then HCCL's
+    "listen on ip[..] and specific port[16666] fail ... whether the port is being used by other process".
+    The NIC never came up; the listen line is a consequence, and "port in use" is a wrong cause."""
+    scan = scan_file(DATA / "f8-ej0002-port-down.log")
+    assert scan.match is not None
+    assert scan.match.rule.id != "hccl-port-in-use"
+    assert scan.match.rule.id == "npu-nic-port-down"
+    assert scan.match.details == {"device": "0", "ip": "192.168.20.148"}
+    assert scan.first_code is not None and scan.first_code.code.code == "EJ0002"
+    # the plog alone (without the EJ0002 line) is not a port conflict either
+    plog = [line for line in _lines("f8-ej0002-port-down.log") if "EJ0002" not in line]
+    alone = scan_lines(plog)
+    assert alone.match is not None and alone.match.rule.id == "npu-nic-port-down"
+
+
+def test_listen_failure_without_a_nic_failure_is_still_a_port_conflict() -> None:
+    # vllm-ascend#4725 (prefill and decode on one host both listen on 16666): the same listen line, and no
+    # NIC error beside it
+    line = (
+        "[ERROR] HCCL(60570,):2025-12-04-14:46:07.911.312 [hccl_socket.cc:106] [60570][HcclSocket][Listen] "
+        "socket type[0], listen on ip[192.2.2.195] and specific port[16666] fail. Please check the port "
+        "status and whether the port is being used by other process."
+    )
+    scan = scan_lines([line])
+    assert scan.match is not None and scan.match.rule.id == "hccl-port-in-use"
+
+
+def test_device_order_is_not_called_a_ray_device_count_problem() -> None:
+    """gpustack#2527: aclrtGetDeviceCount fails with 207004 under the mp executor (no Ray) because
+    ASCEND_RT_VISIBLE_DEVICES=0,2,4,6,1,3,5,7 is not ascending (EE1001 two lines later)."""
+    scan = scan_file(DATA / "f9-device-order-207004.log")
+    assert scan.match is not None
+    assert scan.match.rule.id != "ray-device-count-207004"
+    assert scan.match.rule.id == "visible-devices-not-ascending"
+    assert scan.match.details == {"devices": "0,2,4,6,1,3,5,7"}
+    assert "207004" in scan.match.line  # named from the earliest line, with the EE1001 line beside it
+
+
+def test_207004_alone_is_no_known_cause_with_its_code_and_lines() -> None:
+    """Without Ray or the EE1001 ordering line, 207004 names no cause: the doctor reports no known cause,
+    the first error code and the lines that matter, rather than guessing Ray."""
+    lines = [line for line in _lines("f9-device-order-207004.log") if "EE1001" not in line]
+    scan = scan_lines(lines)
+    assert scan.match is None
+    assert scan.first_code is not None and scan.first_code.code.code == "207004"
+    assert any("error code is 207004" in k.line for k in scan.key_lines)
+    with_ray = scan_lines([*lines, "INFO 06-26 08:18:55 [ray_distributed_executor.py:128] Shutting down Ray"])
+    assert with_ray.match is not None and with_ray.match.rule.id == "ray-device-count-207004"
+
+
+def test_key_lines_skip_traceback_frames_and_generic_wrappers() -> None:
+    lines = [
+        'File "/vllm-workspace/vllm/vllm/v1/engine/core.py", line 709, in run_engine_core',
+        "raise ValueError(",
+        "[ERROR] 2025-07-17-08:06:53 (PID:112081, Device:-1, RankID:-1) ERR00100 PTA call acl api failed",
+        "Check NnopbaseExecutorDoTiling(executor) failed",
+        "Check NnopbaseExecutorDoTiling(executor) failed",
+        "INFO 12-05 01:00:00 [core.py:1] all fine",
+    ]
+    scan = scan_lines(lines)
+    assert [(k.line_no, k.line) for k in scan.key_lines] == [(4, lines[3])]
