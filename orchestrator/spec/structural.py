@@ -97,6 +97,10 @@ def _display(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _is_secret(path: SpecPath) -> bool:
     """Values at these paths may be secrets: never print them."""
     names = [p for p in path if isinstance(p, str)]
@@ -158,6 +162,17 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
         pattern = str(err.get("ctx", {}).get("pattern", ""))
         what, fix = _PATTERN_HINTS.get(pattern, (msg, "change the value to match the pattern"))
         return error(path, f"{what}{shown}", fix, code="value")
+    got = err.get("input")
+    if kind == "string_type" and _number(got) and loc[-1:] != ("str",):  # ("str",): one arm of a union
+        key = str(path[-1]) if path and isinstance(path[-1], str) else "the value"
+        return error(
+            path,
+            f"YAML read this value as the number {'(hidden)' if _is_secret(path) else _display(got)}, "
+            "but it must be text",
+            f'quote it exactly as written, e.g. {key}: "..." (unquoted, YAML reads all-digit text as a '
+            "number and drops leading zeros)",
+            code="type",
+        )
     if kind in ("value_error", "assertion_error"):
         text = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
         return error(path, text, _fix_for_value_error(text), code="value")
