@@ -12,7 +12,7 @@ from pydantic_core import ErrorDetails
 
 from orchestrator.spec.common import SECRET_FIELD_NAMES, SECRET_NAME
 from orchestrator.spec.findings import Finding, SpecPath, error, format_path
-from orchestrator.spec.gateway import RouterPolicy
+from orchestrator.spec.gateway import policy_help, policy_hint
 from orchestrator.spec.ranges import annotation_range, field_range
 from orchestrator.spec.site import SiteSpec
 
@@ -154,6 +154,14 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
         got = err.get("input")
         close = difflib.get_close_matches(str(got), options, n=1, cutoff=0.5) if isinstance(got, str) else []
         fix = f"did you mean '{close[0]}'?" if close else f"use one of: {', '.join(options)}"
+        if path == ("gateway", "policy"):
+            hint = policy_hint(str(got)) or (f"did you mean '{close[0]}'? " if close else "")
+            return error(
+                path,
+                f"{_display(got)} is not a vllm-router policy",
+                f"{hint}{'The' if hint else 'the'} policies: {policy_help()}",
+                "value",
+            )
         unquoted = [o for o in options if isinstance(got, int | float) and o.replace("_", "") == str(got)]
         if unquoted:
             fix = f'write it in quotes: "{unquoted[0]}" (unquoted, YAML reads it as the number {got})'
@@ -181,7 +189,7 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
 
 def _fix_for_value_error(text: str) -> str:
     if "is not a vllm-router policy" in text:
-        return "write a vllm-router policy: " + ", ".join(get_args(RouterPolicy))
+        return f"write a vllm-router policy: {policy_help()}"
     if "secret" in text:
         return "put the secret in an environment variable or a file and write e.g. 'env:VLLM_API_KEY'"
     if "an address is written as text" in text:

@@ -193,7 +193,6 @@ LITERALS: list[tuple[Mutation, str, str]] = [
         "tuning.cpu_governor",
         "did you mean 'performance'?",
     ),
-    (put("gateway", "policy", value="round-robin"), "gateway.policy", "did you mean 'round_robin'?"),
     (
         put("profiles", "atlas-800t-a2", "chip", value="910b3"),
         "profiles.atlas-800t-a2.chip",
