@@ -31,7 +31,7 @@ from orchestrator.drift.schedule import (
     timer_unit,
     unit_name,
 )
-from orchestrator.drift.when import Every, ScheduleError, parse_every
+from orchestrator.spec.drift_schedule import Every, ScheduleError, parse_every
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
 from orchestrator.validation import validate_file
 

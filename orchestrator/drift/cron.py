@@ -1,5 +1,5 @@
-"""Five cron fields (a drift schedule, orchestrator/drift/when.py, checked by its cron_problem: *, N, N-M,
-lists and /STEP, numbers only) as systemd OnCalendar expressions, for `orchestrator drift schedule`.
+"""Five cron fields (a drift schedule, orchestrator/spec/drift_schedule.py, checked by its cron_problem: *,
+N, N-M, lists and /STEP, numbers only) as systemd OnCalendar expressions, for `orchestrator drift schedule`.
 
 Each restricted field becomes the explicit list of its values (systemd's ranges take no step). Cron's day
 rule (Vixie cron, cron(5)): when both day of month and day of week are restricted (neither starts with

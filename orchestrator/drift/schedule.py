@@ -4,11 +4,11 @@
 - The service is Type=oneshot with SuccessExitStatus=3 4: drift (3) and unreachable hosts (4) are findings
   the textfile reports, not failures of the unit; an invalid spec (2) or a crash is a unit failure.
 - The schedule (`--every`, else the spec's `drift.schedule`) is in one vocabulary
-  (orchestrator/drift/when.py): a time span makes a monotonic timer (OnBootSec + OnUnitActiveSec); five
-  cron fields, hourly/daily/weekly/monthly and a daily HH:MM become five cron fields, written as they are
-  with --cron and as the timer's OnCalendar lines otherwise (orchestrator/drift/cron.py), with
-  Persistent=true so a run missed while the controller was off happens at the next boot.
-  RandomizedDelaySec spreads sites that share a schedule.
+  (orchestrator/spec/drift_schedule.py): a time span makes a monotonic timer (OnBootSec +
+  OnUnitActiveSec); five cron fields, hourly/daily/weekly/monthly and a daily HH:MM become five cron
+  fields, written as they are with --cron and as the timer's OnCalendar lines otherwise
+  (orchestrator/drift/cron.py), with Persistent=true so a run missed while the controller was off
+  happens at the next boot. RandomizedDelaySec spreads sites that share a schedule.
 - The words and the cron line of a time span run at a minute (and hour) derived from the site name, for
   the same reason.
 """
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator.drift.cron import on_calendar
-from orchestrator.drift.when import Every, cron_schedule
+from orchestrator.spec.drift_schedule import Every, cron_schedule
 
 DEFAULT_UNIT_DIR = Path("/etc/systemd/system")
 DEFAULT_TEXTFILE_DIR = Path("/var/lib/prometheus/node-exporter")

@@ -7,6 +7,7 @@ from collections import defaultdict
 from orchestrator.catalog import ModelArch, get_release
 from orchestrator.planning import capacity as cap
 from orchestrator.planning.image import image_plans
+from orchestrator.planning.layout_fix import merge_shared
 from orchestrator.planning.model import HccnDevice, HostPlan, ReplicaPlan, SitePlan, StackPlan
 from orchestrator.planning.network import HccnServer, HostAddress, plan_hccn
 from orchestrator.planning.resolve import (
@@ -174,6 +175,7 @@ def build_plan(spec: SiteSpec, arch: ModelArch) -> tuple[SitePlan | None, list[F
         findings.extend(found)
         if rep is not None:
             replicas.append(rep)
+    findings = merge_shared(findings)
     findings += _device_overlaps(spec, replicas) + _groups(spec, replicas)
     hccn, found = _hccn(spec, profiles)
     findings += found

@@ -56,6 +56,24 @@ def _tuning_summary(spec: SiteSpec, plan: SitePlan) -> str:
     return ", ".join(x for x in parts if x) or "nothing to tune"
 
 
+def _weights_check(spec: SiteSpec) -> str:
+    """What the weights phase verifies (roles/model_weights: verified.yml with a manifest, else
+    unverified.yml, which only staged weights reach: validation refuses a copy without one)."""
+    if spec.model.source.manifest_sha256:
+        return "every file checked against the manifest (sha256)"
+    return "NOT verified (no model.source.manifest_sha256): only config.json is looked for"
+
+
+def _monitoring_summary(spec: SiteSpec, mon: str | None) -> str:
+    """The exporters the monitoring phase installs: npu-exporter only where the spec names its package."""
+    exporters = (
+        "node and NPU exporters"
+        if spec.monitoring.npu_exporter
+        else "node exporters only (no NPU metrics: monitoring.npu_exporter names no package)"
+    )
+    return exporters + (f", Prometheus on {mon}" if mon else "")
+
+
 def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
     npu = hosts_with_role(spec, "npu")
     everyone = tuple(s.name for s in spec.servers)
@@ -112,7 +130,7 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
             "weights",
             npu,
             f"{plan.model_name} ({plan.weights_gib:.0f} GiB) at "
-            f"{spec.model.weights_path} ({spec.model.source.type}), checksums verified",
+            f"{spec.model.weights_path} ({spec.model.source.type}), {_weights_check(spec)}",
         ),
         ("serve", tuple(m.server for r in plan.replicas for m in r.members), serve),
         (
@@ -124,7 +142,7 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
         (
             "monitoring",
             monitored_hosts(spec),
-            "node and NPU exporters" + (f", Prometheus on {mon}" if mon else ""),
+            _monitoring_summary(spec, mon),
         ),
     ]
     return [Phase(name, f"{name}.yml", hosts, summary, PHASE_ISSUES[name]) for name, hosts, summary in rows]

@@ -8,6 +8,7 @@ from orchestrator.catalog import ModelArch
 from orchestrator.planning import capacity as cap
 from orchestrator.planning import hccl_ports, serve_args
 from orchestrator.planning.gates import startup_timeout_s
+from orchestrator.planning.layout_fix import suggest_layouts
 from orchestrator.planning.model import Capacity, MemberPlan, MemberRole, ReplicaMode, ReplicaPlan
 from orchestrator.planning.resolve import (
     ResolvedProfile,
@@ -28,16 +29,6 @@ class _Layout:
     mode: ReplicaMode
     devices: tuple[int, ...]
     dp_local: int
-
-
-def _suggest_layouts(total: int, tp: int, pp: int) -> str:
-    options = []
-    if total % (tp * pp) == 0:
-        options.append(f"dp: {total // (tp * pp)} (tp {tp} x pp {pp} x dp {total // (tp * pp)} = {total})")
-    if total % pp == 0 and pp > 1:
-        options.append(f"tp: {total // pp} with dp: 1")
-    devices = "list the devices this replica uses in 'devices'"
-    return f"set {', '.join(options)}, or {devices}" if options else devices
 
 
 def _check_layout(
@@ -68,7 +59,7 @@ def _check_layout(
                 ppath,
                 f"tp x pp x dp = {par.tp} x {par.pp} x {par.dp} = {world}, but replica "
                 f"'{replica.name}' owns {total} NPU devices ({nodes} server(s) x {local})",
-                _suggest_layouts(total, par.tp, par.pp),
+                suggest_layouts(par, local, nodes),
                 "topology",
             )
         )

@@ -138,9 +138,9 @@ class Composer:
             if self.documents > 1:
                 raise ComposeError(
                     _mark(event),
-                    "YAML syntax error: expected a single document in the stream, but '---' starts a "
-                    "second one (one site per file)",
-                    "fix the YAML syntax at that position",
+                    "YAML syntax error: '---' starts a second document, and a spec file holds a single "
+                    "document (one site per file)",
+                    "remove this '---' line and what follows it, or move that site into a file of its own",
                 )
 
     def result(self) -> tuple[Any, PosTree, Pos | None]:

@@ -10,7 +10,7 @@ instead of 30 s (a replica added while still loading is taken as soon as it answ
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, field_validator
 
@@ -26,6 +26,39 @@ RouterPolicy = Literal[
     "sticky_least_loaded",
 ]
 """Exactly the `--policy` choices of vllm-router 0.1.17 (vllm_router/router_args.py)."""
+
+POLICY_DOCS: dict[str, str] = {
+    "round_robin": "each request to the next healthy replica in turn",
+    "random": "each request to a random healthy replica",
+    "power_of_two": "of two random healthy replicas, to the one with fewer requests in flight (needs 2 or "
+    "more replicas)",
+    "cache_aware": "to the replica whose earlier requests share the longest prompt prefix (prefix-cache "
+    "hits), or to the least loaded one when the load is uneven",
+    "kv_aware": "to the replica whose KV cache (as its vLLM reports it in KV events) holds the longest "
+    "prefix of the prompt, else to the least loaded one",
+    "consistent_hash": "keeps a user's session on one replica: requests with the same X-Session-ID header "
+    "(else X-User-ID, then the OpenAI 'user' field) always go to the same replica",
+    "sticky_least_loaded": "a new session (X-Session-ID ...) goes to the replica with the fewest active "
+    "sessions and stays there; requests without a session go to the least loaded replica",
+}
+"""Each policy in a sentence, from vllm-router's docs/load_balancing/README.md and src/policies/*.rs
+(https://github.com/vllm-project/router)."""
+
+
+def policy_hint(written: str) -> str:
+    """What to write instead of a policy that is not one: the session policies for words about sessions."""
+    if any(word in written.lower() for word in ("stick", "session", "affin", "user", "hash")):
+        return (
+            "to keep each user's session on one replica, write consistent_hash (clients send X-Session-ID or "
+            "X-User-ID) or sticky_least_loaded. "
+        )
+    return ""
+
+
+def policy_help() -> str:
+    """Every policy with its sentence, for the docs and the fix of a wrong gateway.policy."""
+    return "; ".join(f"{name}: {POLICY_DOCS[name]}" for name in get_args(RouterPolicy))
+
 
 RouterArch = Literal["x86_64", "aarch64"]
 
@@ -113,8 +146,10 @@ class Gateway(SpecModel):
     port: int = Field(8080, ge=1, le=65535, description="Client API and worker API (/add_worker ...) port.")
     policy: RouterPolicy = Field(
         "round_robin",
-        description="vllm-router --policy. round_robin needs nothing from the workers but /health; "
-        "cache_aware and kv_aware also call POST /v1/completions/render (docs/playbooks.md).",
+        description="vllm-router --policy, where it sends each request. "
+        + policy_help()
+        + ". round_robin needs nothing from the workers but /health; cache_aware and kv_aware also call "
+        "POST /v1/completions/render (docs/playbooks.md).",
     )
     router: RouterBuild = Field(default_factory=RouterBuild)
     prometheus_port: int = Field(29000, ge=1, le=65535, description="The router's own /metrics listener.")

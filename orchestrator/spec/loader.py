@@ -19,6 +19,7 @@ from orchestrator.spec.gcpause import gc_paused
 from orchestrator.spec.limits import DEFAULT_LIMITS, LoadLimits
 from orchestrator.spec.scalars import ComposeError, Pos
 from orchestrator.spec.textfile import check_characters, decode, read_bounded, too_large
+from orchestrator.spec.yaml_words import syntax_words
 
 
 @dataclass(frozen=True)
@@ -106,15 +107,11 @@ def parse_text(
 def _syntax_finding(exc: MarkedYAMLError, text: str) -> Finding:
     mark = exc.problem_mark or exc.context_mark
     pos = Position(mark.line + 1, mark.column + 1) if mark is not None else Position(1, 1)
-    detail = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-    if mark is not None and "'\\t'" not in detail and _char_at(text, mark.line, mark.column) == "\t":
-        detail += " (the character there is a tab, '\\t': YAML indents with spaces, never tabs)"
-    return error(
-        (),
-        f"YAML syntax error: {detail}".strip().rstrip(":"),
-        "fix the YAML syntax at that position",
-        code="yaml",
-    ).at(pos)
+    words = syntax_words(exc, text)
+    message = words.message
+    if mark is not None and "tab" not in message and _char_at(text, mark.line, mark.column) == "\t":
+        message += " (the character there is a tab, '\\t': YAML indents with spaces, never tabs)"
+    return error((), f"YAML syntax error: {message}", words.fix, code="yaml").at(pos)
 
 
 def _char_at(text: str, line: int, column: int) -> str:

@@ -41,7 +41,8 @@ class WeightsSource(SpecModel):
         None,
         pattern=r"^[0-9a-f]{64}$",
         description="sha256 of the weights manifest (`orchestrator weights manifest DIR` prints it); every "
-        "server verifies its copy against the manifest before serving. Without it nothing is verified.",
+        "server verifies its copy against the manifest before serving. Required for 'controller' and 'url' "
+        "(copies are verified); without it staged weights are not verified (only config.json is looked for).",
     )
     manifest: str | None = Field(
         None,

@@ -12,7 +12,7 @@ from pydantic_core import ErrorDetails
 
 from orchestrator.spec.common import SECRET_FIELD_NAMES, SECRET_NAME
 from orchestrator.spec.findings import Finding, SpecPath, error, format_path
-from orchestrator.spec.gateway import RouterPolicy
+from orchestrator.spec.gateway import policy_help, policy_hint
 from orchestrator.spec.ranges import annotation_range, field_range
 from orchestrator.spec.site import SiteSpec
 
@@ -97,6 +97,10 @@ def _display(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _is_secret(path: SpecPath) -> bool:
     """Values at these paths may be secrets: never print them."""
     names = [p for p in path if isinstance(p, str)]
@@ -150,6 +154,14 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
         got = err.get("input")
         close = difflib.get_close_matches(str(got), options, n=1, cutoff=0.5) if isinstance(got, str) else []
         fix = f"did you mean '{close[0]}'?" if close else f"use one of: {', '.join(options)}"
+        if path == ("gateway", "policy"):
+            hint = policy_hint(str(got)) or (f"did you mean '{close[0]}'? " if close else "")
+            return error(
+                path,
+                f"{_display(got)} is not a vllm-router policy",
+                f"{hint}{'The' if hint else 'the'} policies: {policy_help()}",
+                "value",
+            )
         unquoted = [o for o in options if isinstance(got, int | float) and o.replace("_", "") == str(got)]
         if unquoted:
             fix = f'write it in quotes: "{unquoted[0]}" (unquoted, YAML reads it as the number {got})'
@@ -158,6 +170,17 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
         pattern = str(err.get("ctx", {}).get("pattern", ""))
         what, fix = _PATTERN_HINTS.get(pattern, (msg, "change the value to match the pattern"))
         return error(path, f"{what}{shown}", fix, code="value")
+    got = err.get("input")
+    if kind == "string_type" and _number(got) and loc[-1:] != ("str",):  # ("str",): one arm of a union
+        key = str(path[-1]) if path and isinstance(path[-1], str) else "the value"
+        return error(
+            path,
+            f"YAML read this value as the number {'(hidden)' if _is_secret(path) else _display(got)}, "
+            "but it must be text",
+            f'quote it exactly as written, e.g. {key}: "..." (unquoted, YAML reads all-digit text as a '
+            "number and drops leading zeros)",
+            code="type",
+        )
     if kind in ("value_error", "assertion_error"):
         text = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
         return error(path, text, _fix_for_value_error(text), code="value")
@@ -166,7 +189,7 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
 
 def _fix_for_value_error(text: str) -> str:
     if "is not a vllm-router policy" in text:
-        return "write a vllm-router policy: " + ", ".join(get_args(RouterPolicy))
+        return f"write a vllm-router policy: {policy_help()}"
     if "secret" in text:
         return "put the secret in an environment variable or a file and write e.g. 'env:VLLM_API_KEY'"
     if "an address is written as text" in text:

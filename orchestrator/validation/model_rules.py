@@ -99,3 +99,23 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
             "set the controller path or URL of the weights",
             "model",
         )
+    yield from _manifest(spec)
+
+
+def _manifest(spec: SiteSpec) -> Iterator[Finding]:
+    """What the weights phase does without model.source.manifest_sha256 (roles/model_weights/tasks)."""
+    src = spec.model.source
+    if src.manifest_sha256:
+        return
+    fix = (
+        "run `orchestrator weights manifest DIR` on the weights and set model.source.manifest_sha256 to the "
+        "sha256 it prints"
+    )
+    if src.type != "staged":  # staged without a manifest: nothing is verified; `orchestrator phases` says so
+        yield error(
+            ("model", "source", "manifest_sha256"),
+            f"source type '{src.type}' copies the weights, and every copy is verified against the manifest: "
+            "without manifest_sha256 the weights phase stops",
+            fix,
+            "weights",
+        )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from orchestrator.drift.when import ScheduleError, parse_every
 from orchestrator.planning.image import DERIVED_BUILD_ARGS
 from orchestrator.planning.roles import hosts_with_role
+from orchestrator.spec.drift_schedule import ScheduleError, parse_every
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
 

@@ -9,6 +9,54 @@ from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
 
 
+def _defaulted_without_profile(spec: SiteSpec, index: int) -> bool:
+    """The server wrote no roles (so it is an NPU server by default) and no profile."""
+    srv = spec.servers[index]
+    return "roles" not in srv.model_fields_set and srv.profile is None
+
+
+def _missing_roles(spec: SiteSpec, name: str) -> list[str]:
+    """Roles the spec needs and no server has, those that name this server first."""
+    wanted = {
+        "gateway": (spec.gateway.enabled, spec.gateway.host),
+        "monitoring": (spec.monitoring.enabled, spec.monitoring.host),
+        "build": (True, spec.image.build_host),
+    }
+    named = [role for role, (_, host) in wanted.items() if host == name]
+    missing = [
+        role
+        for role, (on, host) in wanted.items()
+        if on and host is None and not hosts_with_role(spec, role) and role not in named
+    ]
+    return named + missing
+
+
+def _npu_without_profile(spec: SiteSpec, index: int) -> Finding:
+    srv = spec.servers[index]
+    profiles = ", ".join(sorted(spec.profiles))
+    if not _defaulted_without_profile(spec, index):
+        return error(
+            ("servers", index, "profile"),
+            f"server '{srv.name}' has role 'npu' but no profile",
+            f"set profile to one of: {profiles}",
+            "reference",
+        )
+    fits = _missing_roles(spec, srv.name)
+    roles = (
+        f"roles: [{', '.join(fits)}] (what the spec still lacks)"
+        if fits
+        else "its roles, e.g. roles: [gateway], [monitoring] or [build]"
+    )
+    profile = f"profile: {profiles}" if len(spec.profiles) == 1 else f"profile to one of: {profiles}"
+    return error(
+        ("servers", index),
+        f"server '{srv.name}' sets no 'roles', so roles defaults to [npu], and an NPU server needs a "
+        "hardware 'profile'",
+        f"if '{srv.name}' has no NPUs, set {roles}; if it serves the model, set {profile}",
+        "reference",
+    )
+
+
 def check(spec: SiteSpec) -> Iterator[Finding]:
     names: dict[str, int] = {}
     for i, srv in enumerate(spec.servers):
@@ -21,12 +69,7 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
                 "reference",
             )
         if "npu" in srv.roles and srv.profile is None:
-            yield error(
-                ("servers", i, "profile"),
-                f"server '{srv.name}' has role 'npu' but no profile",
-                f"set profile to one of: {', '.join(sorted(spec.profiles))}",
-                "reference",
-            )
+            yield _npu_without_profile(spec, i)
         if len(set(srv.roles)) != len(srv.roles):
             yield error(("servers", i, "roles"), "a role is listed twice", "list each role once", "unique")
     used: set[str] = set()
@@ -55,7 +98,7 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
                 )
             used.add(name)
     for i, srv in enumerate(spec.servers):
-        if "npu" in srv.roles and srv.name not in used:
+        if "npu" in srv.roles and srv.name not in used and not _defaulted_without_profile(spec, i):
             yield warning(
                 ("servers", i, "name"),
                 f"NPU server '{srv.name}' serves no replica",

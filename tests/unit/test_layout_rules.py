@@ -129,8 +129,8 @@ def test_world_size_mismatch_suggests_dp_and_tp_layouts_with_pipeline_stages() -
         (
             "serving.parallelism",
             "tp x pp x dp = 4 x 2 x 4 = 32, but replica 'r1' owns 16 NPU devices (2 server(s) x 8)",
-            "set dp: 2 (tp 4 x pp 2 x dp 2 = 16), tp: 8 with dp: 1, or list the devices this replica uses "
-            "in 'devices'",
+            # more servers would not do: pp > 1 across servers runs on Ray, with dp 1 only
+            "set dp: 2 (tp 4 x pp 2 x dp 2 = 16), or set tp: 8 with dp: 1",
             "topology",
             [],
         ),
@@ -145,9 +145,8 @@ def test_world_size_mismatch_suggests_dp_and_tp_layouts_with_pipeline_stages() -
     ]
 
 
-def test_world_size_mismatch_without_a_dividing_layout_only_suggests_devices() -> None:
-    # 8 devices, tp 3: 8 is no multiple of 3, and pp 1 offers no tp alternative (the fix used to read
-    # "set or list the devices ...")
+def test_world_size_mismatch_without_a_dividing_layout_names_the_devices() -> None:
+    # 8 devices, tp 3: 8 is no multiple of 3, and pp 1 offers no tp alternative; 3 of the 8 devices fit
     result = check(
         ONE_A2,
         """
@@ -164,7 +163,37 @@ def test_world_size_mismatch_without_a_dividing_layout_only_suggests_devices() -
         (
             "serving.parallelism",
             "tp x pp x dp = 3 x 1 x 1 = 3, but replica 'r1' owns 8 NPU devices (1 server(s) x 8)",
-            "list the devices this replica uses in 'devices'",
+            "set devices: [0, 1, 2] on the replica (the 3 devices it uses on each of its servers; the others "
+            "can serve another replica)",
+            "topology",
+            [],
+        )
+    ]
+
+
+def test_tp_beyond_the_server_is_reported_once_for_the_replicas_that_share_it() -> None:
+    """tp 16 on 8-NPU servers: 'devices' cannot help (it only takes devices away); one finding, not one per
+    replica, since serving.parallelism is one line of the spec."""
+    result = check(
+        TWO_A2,
+        """
+        serving:
+          parallelism: {tp: 16}
+          max_model_len: 4096
+          max_num_seqs: 4
+          replicas:
+            - {name: r1, servers: [a2-01]}
+            - {name: r2, servers: [a2-02]}
+        """,
+        model=tiny(4).replace("heads: 8\n    kv_heads: 8", "heads: 16\n    kv_heads: 16"),
+    )
+    assert [described(f) for f in result.findings] == [
+        (
+            "serving.parallelism",
+            "tp x pp x dp = 16 x 1 x 1 = 16, but replicas 'r1', 'r2' each own 8 NPU devices "
+            "(1 server(s) x 8)",
+            "set tp: 8, or give each replica 2 servers of 8 devices and multi_node_tp: true (tensor "
+            "parallelism across servers runs on Ray)",
             "topology",
             [],
         )

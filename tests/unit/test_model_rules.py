@@ -113,8 +113,8 @@ def test_max_model_len_may_reach_the_models_positions(single: dict[str, Any]) ->
     ("source", "expected"),
     [
         ({"type": "staged"}, []),
-        ({"type": "controller", "location": "/srv/weights/ft"}, []),
-        ({"type": "url", "location": "https://models.example.com/ft.tar"}, []),
+        ({"type": "controller", "location": "/srv/weights/ft", "manifest_sha256": "a" * 64}, []),
+        ({"type": "url", "location": "https://models.example.com/ft.tar", "manifest_sha256": "a" * 64}, []),
         (
             {"type": "staged", "location": "/srv/weights/ft"},
             [
@@ -128,7 +128,7 @@ def test_max_model_len_may_reach_the_models_positions(single: dict[str, Any]) ->
             ],
         ),
         (
-            {"type": "url"},
+            {"type": "url", "manifest_sha256": "a" * 64},
             [
                 (
                     "model.source.location",
@@ -140,7 +140,7 @@ def test_max_model_len_may_reach_the_models_positions(single: dict[str, Any]) ->
             ],
         ),
         (
-            {"type": "controller", "location": ""},
+            {"type": "controller", "location": "", "manifest_sha256": "a" * 64},
             [
                 (
                     "model.source.location",
@@ -158,6 +158,23 @@ def test_weights_source_location(
 ) -> None:
     single["model"]["source"] = source
     assert _findings(single) == expected
+
+
+@pytest.mark.parametrize("kind", ["controller", "url"])
+def test_copied_weights_without_a_manifest_are_refused(single: dict[str, Any], kind: str) -> None:
+    """roles/model_weights/tasks/unverified.yml stops a copy without a manifest; validate says so first."""
+    single["model"]["source"] = {"type": kind, "location": "/srv/weights/ft"}
+    assert _findings(single) == [
+        (
+            "model.source.manifest_sha256",
+            f"source type '{kind}' copies the weights, and every copy is verified against the manifest: "
+            "without manifest_sha256 the weights phase stops",
+            "run `orchestrator weights manifest DIR` on the weights and set model.source.manifest_sha256 to "
+            "the sha256 it prints",
+            "weights",
+            [],
+        )
+    ]
 
 
 def test_an_unknown_model_name_with_and_without_a_close_catalog_name(single: dict[str, Any]) -> None:

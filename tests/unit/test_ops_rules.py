@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.drift.when import cron_problem
+from orchestrator.spec.drift_schedule import cron_problem
 from tests.helpers import validate_data
 from tests.spec_text import Described, described
 

@@ -82,3 +82,28 @@ def test_a_setting_the_kernel_has_no_place_for_is_named_as_skipped() -> None:
     assert host.summary.startswith("tuning on 1 NPU server(s): 1 sysctls, skip kernel.sched_latency_ns; "), (
         host.summary
     )
+
+
+def _summaries(data: dict[str, Any]) -> dict[str, str]:
+    result = validate_data(data)
+    assert result.spec is not None and result.plan is not None, [f.message for f in result.errors]
+    return {p.name: p.summary for p in plan_phases(result.spec, result.plan)}
+
+
+def test_weights_and_monitoring_say_what_really_happens() -> None:
+    """a2-single-distill stages its weights without manifest_sha256 and names no npu-exporter package:
+    before, the phases claimed "checksums verified" and "node and NPU exporters"."""
+    data = load_example("a2-single-distill")
+    assert "manifest_sha256" not in data["model"].get("source", {}) and "monitoring" not in data
+    before = _summaries(data)
+    assert before["weights"].endswith(
+        "(staged), NOT verified (no model.source.manifest_sha256): only config.json is looked for"
+    )
+    assert before["monitoring"] == (
+        "node exporters only (no NPU metrics: monitoring.npu_exporter names no package), Prometheus on a2-01"
+    )
+    data["model"]["source"] = {"type": "staged", "manifest_sha256": "c" * 64}
+    data["monitoring"] = {"npu_exporter": {"version": "7.1.0", "path": "/srv/x.zip", "sha256": "a" * 64}}
+    after = _summaries(data)
+    assert after["weights"].endswith("(staged), every file checked against the manifest (sha256)")
+    assert after["monitoring"] == "node and NPU exporters, Prometheus on a2-01"

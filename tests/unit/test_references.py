@@ -33,6 +33,31 @@ def test_npu_server_without_a_profile(single: dict[str, Any]) -> None:
     ]
 
 
+def test_a_server_without_roles_is_told_that_roles_defaults_to_npu(single: dict[str, Any]) -> None:
+    """No roles, no profile: an ops box written like the docs' gateway host. 'set profile' alone would make
+    it an NPU server; the fix names the roles the spec lacks (the gateway is on, no server has the role)."""
+    single["gateway"] = {"enabled": True}
+    single["servers"].append({"name": "edge-01", "address": "10.20.0.5"})
+    assert _findings(single) == [
+        (
+            "gateway.host",
+            "no server has role 'gateway'",
+            "add 'gateway' to the roles of a server, or set gateway.host",
+            "reference",
+            [],
+        ),
+        (
+            "servers[1]",
+            "server 'edge-01' sets no 'roles', so roles defaults to [npu], and an NPU server needs a "
+            "hardware 'profile'",
+            "if 'edge-01' has no NPUs, set roles: [gateway] (what the spec still lacks); if it serves the "
+            "model, set profile: atlas-800t-a2",
+            "reference",
+            [],
+        ),
+    ]
+
+
 def test_a_role_listed_twice(single: dict[str, Any]) -> None:
     single["servers"][0]["roles"] = ["npu", "build", "monitoring", "build"]
     assert _findings(single) == [

@@ -193,7 +193,6 @@ LITERALS: list[tuple[Mutation, str, str]] = [
         "tuning.cpu_governor",
         "did you mean 'performance'?",
     ),
-    (put("gateway", "policy", value="round-robin"), "gateway.policy", "did you mean 'round_robin'?"),
     (
         put("profiles", "atlas-800t-a2", "chip", value="910b3"),
         "profiles.atlas-800t-a2.chip",
@@ -394,3 +393,16 @@ def test_findings_are_sorted_errors_first_then_by_line() -> None:
     first_warning = min(f.position.line for f in result.warnings if f.position)
     last_error = max(f.position.line for f in result.errors if f.position)
     assert first_warning < last_error  # so the order is not just the position order
+
+
+def test_an_all_digit_sha256_is_told_to_be_quoted() -> None:
+    """`sha256: 1111...` unquoted is a YAML number: before, "Input should be a valid string"."""
+    text = dump(example("a2-single-distill")).replace(
+        "sha256: ", "sha256: 1111111111111111111111111111111111111111111111111111111111111111  # ", 1
+    )
+    f = only(validate_text(text, "site.yaml").errors)
+    assert format_path(f.path) == "software.driver.sha256"
+    assert f.position is not None and text.splitlines()[f.position.line - 1].lstrip().startswith("sha256: 1")
+    assert f.message.startswith("YAML read this value as the number 1111")
+    assert f.message.endswith(", but it must be text")
+    assert f.fix is not None and f.fix.startswith('quote it exactly as written, e.g. sha256: "..."')

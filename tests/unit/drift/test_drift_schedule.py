@@ -15,7 +15,7 @@ import pytest
 
 from orchestrator.cli import exits
 from orchestrator.drift.schedule import timer_unit
-from orchestrator.drift.when import Every, ScheduleError, cron_schedule, parse_every, parse_span
+from orchestrator.spec.drift_schedule import Every, ScheduleError, cron_schedule, parse_every, parse_span
 from tests.helpers import copy_ready_site, run_cli
 
 SITE = "a2-fleet-gateway"
