@@ -51,24 +51,29 @@ def validate_command(
         result = result.with_findings([*folder_findings(result), *_controller_warnings(result)])
         print(result_json(result))
         raise typer.Exit(exits.OK if result.ok else EXIT_INVALID)
-    result = load(site, max_spec_size, max_findings, quiet)
+    result = load(site, max_spec_size, max_findings)  # prints the spec's findings; exits 2 when invalid
     err = console(stderr=True)
-    for f in _controller_warnings(result):
+    more = _controller_warnings(result)
+    for f in more:
         err.print(format_finding(f, result.filename), style="yellow", markup=False)
+    if not quiet:  # on stderr with the findings: stdout holds the plan alone, whatever this machine has
+        err.print(summary_line(result.with_findings(more)), markup=False, style="green")
     if not quiet and result.plan is not None:
         print_plan(console(), result.plan)
 
 
 def _controller_warnings(result: ValidationResult) -> list[Finding]:
     """What plan/apply/drift would refuse for on this machine (secrets that do not resolve, missing
-    controller files), as warnings: validate may run elsewhere than the controller."""
+    controller files), as warnings: validate may run elsewhere than the controller; then what the spec
+    leaves unverified or unmonitored (orchestrator/validation/coverage.py)."""
     from orchestrator.planning.phases import PHASE_NAMES
     from orchestrator.validation.controller import DRIFT, as_warnings, controller_findings, located
+    from orchestrator.validation.coverage import coverage_warnings
 
     if result.spec is None or not result.ok:
         return []
     found = controller_findings(result.spec, Path(result.filename).parent, [*PHASE_NAMES, DRIFT])
-    return located(as_warnings(found), result)
+    return located([*as_warnings(found), *coverage_warnings(result.spec)], result)
 
 
 def render_command(

@@ -16,7 +16,7 @@ run = run_cli
 def test_validate_prints_the_plan_for_a_valid_site() -> None:
     out = run("validate", "a2-pair-r1-w8a8")
     assert out.returncode == 0, out.stderr
-    assert "valid (0 warning(s))" in out.stdout
+    assert "a2-pair-r1-w8a8/site.yaml: valid (" in out.stderr and "valid (" not in out.stdout
     assert (
         "Replica r1 (group default, multi-node data parallel, tp 4 x pp 1 x dp 4, EP on, size 16)"
         in out.stdout
