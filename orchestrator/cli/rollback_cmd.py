@@ -58,7 +58,6 @@ def rollback_command(
     root = project_root()
     code = ansible_content(root, err)
     site_run = SiteRun.of(site, root, code, load(site, max_spec_size, max_findings), None)
-    site_run.require_controller({"serve"}, err)
     assert site_run.result.plan is not None
     names = [r.name for r in site_run.result.plan.replicas]
     for r in replica or []:
@@ -67,6 +66,7 @@ def rollback_command(
                 f"no replica '{r}'; the replicas are {', '.join(names)}", param_hint="--replica"
             )
     chosen = list(dict.fromkeys(replica or []))
+    site_run.require_controller({"serve"}, err)
     run_id = new_run_id()
     with hold_site_lock(root, site_run.spec.site, run_id, "rollback", err) as lock:
         _confirm(site_run.spec.site, chosen, yes, err)

@@ -90,7 +90,12 @@ def test_environment_names_derived_variables_and_secret_references(single: dict[
         "API_SECRET": "file:/etc/secret",
         "OK_VAR": "1",
     }
-    assert _findings(single) == [
+    literal = (
+        "would reach the container as that literal text: serving.env values are passed as written, secret "
+        "references are resolved only in serving.api_key and image.registry.password"
+    )
+    hub = "the weights phase stages the model on every server, so vLLM needs no hub token at run time"
+    assert sorted(_findings(single)) == [
         (
             "serving.env.1BAD",
             "'1BAD' is not a valid environment variable name",
@@ -99,10 +104,24 @@ def test_environment_names_derived_variables_and_secret_references(single: dict[
             [],
         ),
         (
+            "serving.env.API_SECRET",
+            f"API_SECRET: file:/etc/secret {literal}",
+            f"remove API_SECRET; {hub}",
+            "secret",
+            [],
+        ),
+        (
             "serving.env.HCCL_BUFFSIZE",
             "HCCL_BUFFSIZE is derived by the plan (devices, HCCL settings, API key)",
             "remove it; set the matching field (serving.hccl, replica devices, serving.api_key)",
             "env",
+            [],
+        ),
+        (
+            "serving.env.MY_TOKEN",
+            f"MY_TOKEN: env:MY_TOKEN {literal}",
+            f"remove MY_TOKEN; {hub}",
+            "secret",
             [],
         ),
     ]
