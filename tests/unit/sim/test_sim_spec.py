@@ -16,6 +16,16 @@ from orchestrator.sim.state import ClusterState, SimServer
 from orchestrator.validation import validate_text
 
 
+def model(tmp_path: Path) -> Path:
+    """The checkpoint folder as `sim up` leaves it: its manifest beside it (the spec pins its sha256)."""
+    from orchestrator.weights.manifest import MANIFEST_NAME
+
+    folder = tmp_path / "model"
+    folder.mkdir(exist_ok=True)
+    (folder / MANIFEST_NAME).write_text("{}\n")
+    return folder
+
+
 def site(tmp_path: Path, nodes: int, span: int, layout: str = "default") -> str:
     state = ClusterState("tst", "atlas-800t-a2", nodes, False, True, span, layout)
     state.servers = [
@@ -23,7 +33,7 @@ def site(tmp_path: Path, nodes: int, span: int, layout: str = "default") -> str:
         for i, (name, roles, npu) in enumerate(cluster.plan_servers(state))
     ]
     _, pkgs = _packages(tmp_path, PROFILES[state.profile])
-    return render_site(state, tmp_path, pkgs, tmp_path / "model")
+    return render_site(state, tmp_path, pkgs, model(tmp_path))
 
 
 def test_span_makes_the_first_replica_multi_node(tmp_path: Path) -> None:
@@ -92,7 +102,7 @@ def test_the_gateway_builds_the_router_from_the_base_sim_up_seeds_into_gw_01(tmp
         for i, (name, roles, npu) in enumerate(cluster.plan_servers(state))
     ]
     _, pkgs = _packages(tmp_path, PROFILES[state.profile])
-    result = validate_text(render_site(state, tmp_path, pkgs, tmp_path / "model"), "site.yaml")
+    result = validate_text(render_site(state, tmp_path, pkgs, model(tmp_path)), "site.yaml")
     assert result.ok and result.spec is not None, result.errors
     gw = result.spec.gateway
     assert gw.enabled and gw.router.base_image == base_tag() and gw.policy == "round_robin"
