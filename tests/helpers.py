@@ -62,7 +62,9 @@ def validate_data(data: dict[str, Any]) -> ValidationResult:
 def run_cli(
     *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m orchestrator ARGS` in a subprocess, as a user runs it (exit code, stdout, stderr)."""
+    """`python -m orchestrator ARGS` in a subprocess, as a user runs it (exit code, stdout, stderr); output
+    wrapped to 80 columns as in a pipe or a CI log (unless `env` sets COLUMNS), whatever the terminal the
+    tests run in."""
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", *args],
         cwd=cwd,
@@ -70,7 +72,7 @@ def run_cli(
         text=True,
         timeout=PATIENCE_S,
         check=False,
-        env={**os.environ, **(env or {})},
+        env={**os.environ, "COLUMNS": "80", **(env or {})},
     )
 
 

@@ -36,8 +36,8 @@ def print_table(out: Console, header: str, levels: list[LevelStats], checks: lis
         table = Table(
             title=f"concurrency {stats.concurrency} ({stats.elapsed_s:.1f} s)", title_justify="left"
         )
-        for col in ("metric", "p50 / p90 / p99", "value", "SLO", "verdict"):
-            table.add_column(col)
+        for col in ("metric", "p50 / p90 / p99", "value", "SLO", "verdict"):  # 80 columns, nothing cut
+            table.add_column(col, no_wrap=col == "metric", overflow="fold")
         failed = ", ".join(f"{k}: {v}" for k, v in stats.failures.items())
         table.add_row("requests ok / failed", "", f"{stats.ok} / {stats.failed}", failed, "")
         rows = {c.metric: c for c in level_checks}

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli import exits
+from orchestrator.cli.groups import App
 from orchestrator.cli.lazy import LazyGroup
 from orchestrator.cli.sites import ROOT_ENV, set_root
 
@@ -44,7 +45,7 @@ class Commands(LazyGroup):
     }
 
 
-app = typer.Typer(
+app = App(
     cls=Commands,
     add_completion=False,
     no_args_is_help=True,
@@ -74,6 +75,7 @@ def _global(
         Path | None,
         typer.Option(
             "--root",
+            metavar="DIR",
             envvar=ROOT_ENV,
             help="Project root holding inventories/ and .orchestrator/ (default: the nearest folder at or "
             "above the current one that has inventories/).",

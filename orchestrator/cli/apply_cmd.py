@@ -22,9 +22,9 @@ from orchestrator.cli import exits
 from orchestrator.cli.apply_view import LiveProgress, PlainProgress, print_outcome
 from orchestrator.cli.common import (
     Format,
+    FormatOption,
     MaxFindings,
     MaxSpecSize,
-    RunFormat,
     SiteArg,
     Yes,
     load,
@@ -90,7 +90,7 @@ def apply_command(
             "changed since their last verification).",
         ),
     ] = False,
-    fmt: RunFormat = Format.text,
+    fmt: FormatOption = Format.table,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
@@ -149,7 +149,7 @@ def _run_and_report(
 ) -> NoReturn:
     out = console()
     view: PlainProgress = PlainProgress(err) if fmt is Format.json else PlainProgress(out)
-    if fmt is Format.text and out.is_terminal:
+    if fmt is Format.table and out.is_terminal:
         view = LiveProgress(out)
     cancel = Cancel()
     cancel.on_request = lambda signum: err.print(

@@ -12,6 +12,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from orchestrator.cli.output import say
 from orchestrator.runner.events import PhaseTracker
 from orchestrator.runner.messages import strip_ansi
 from orchestrator.runner.model import PhaseResult, PhaseStatus, Run
@@ -45,7 +46,7 @@ class PlainProgress:
         self.out = out
 
     def say(self, line: str, style: str | None = None) -> None:
-        self.out.print(line, markup=False, highlight=False, style=style, soft_wrap=True)
+        say(self.out, line, style)
 
     def phase_started(self, phase: str, hosts: Sequence[str]) -> None:
         self.say(f"== {phase}: {len(hosts)} host(s): {', '.join(hosts)}", "bold")
@@ -113,7 +114,9 @@ class LiveProgress(PlainProgress):
         )
         table = Table(box=None, pad_edge=False)
         for col in ("host", "state", "task", "ok", "changed", "failed", "unreachable", "skipped"):
-            table.add_column(col, justify="right" if col not in ("host", "state", "task") else "left")
+            table.add_column(
+                col, justify="right" if col not in ("host", "state", "task") else "left", overflow="fold"
+            )
         for name, live in sorted(tracker.hosts.items()):
             c = live.counts
             table.add_row(
@@ -135,11 +138,11 @@ def summary_tables(out: Console, run: Run) -> None:
     """Per phase: ok / changed / failed / unreachable / skipped / seconds per host."""
     for p in run.phases:
         if not p.hosts:
-            out.print(phase_line(p), markup=False, highlight=False)
+            say(out, phase_line(p))
             continue
         table = Table(title=phase_line(p)[3:], title_justify="left", title_style="bold")
         for col in ("host", "ok", "changed", "failed", "unreachable", "skipped", "seconds"):
-            table.add_column(col, justify="left" if col == "host" else "right")
+            table.add_column(col, justify="left" if col == "host" else "right", overflow="fold")
         for h, s in sorted(p.hosts.items()):
             style = "red" if s.failed else "magenta" if s.unreachable else None
             cells = (s.ok, s.changed, s.failed, s.unreachable, s.skipped)
@@ -161,11 +164,7 @@ def failure_lines(run: Run) -> list[str]:
 def print_outcome(out: Console, run: Run, exit_code: int) -> None:
     summary_tables(out, run)
     for line in failure_lines(run):
-        out.print(line, markup=False, highlight=False, style="red")
+        say(out, line, style="red")
     if run.resume:
-        out.print(f"Resume with: {run.resume}", markup=False, highlight=False, style="bold")
-    out.print(
-        f"run {run.run_id}: {run.result} (exit {exit_code}); artifacts in {run.artifacts}",
-        markup=False,
-        highlight=False,
-    )
+        say(out, f"Resume with: {run.resume}", style="bold")
+    say(out, f"run {run.run_id}: {run.result} (exit {exit_code}); artifacts in {run.artifacts}")

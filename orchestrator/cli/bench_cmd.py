@@ -10,7 +10,6 @@ Exit codes: 0 every SLO met (or none set) and no request failed; 3 an SLO missed
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,7 +17,7 @@ import typer
 from rich.console import Console
 
 from orchestrator.cli import exits
-from orchestrator.cli.common import SiteArg, load
+from orchestrator.cli.common import Format, FormatOption, SiteArg, load
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
 
@@ -46,11 +45,6 @@ WORDS = [
     "every",
     "request",
 ]
-
-
-class BenchFormat(StrEnum):
-    table = "table"
-    json = "json"
 
 
 def _levels(value: str | None) -> list[int] | None:
@@ -115,28 +109,37 @@ def _measure(target: Target, work: Load, levels: list[int], err: Console) -> lis
 def bench_command(
     site: SiteArg,
     concurrency: Annotated[
-        str | None, typer.Option("--concurrency", help="Comma-separated levels (default: bench.concurrency).")
+        str | None,
+        typer.Option(
+            "--concurrency", metavar="N,...", help="Comma-separated levels (default: bench.concurrency)."
+        ),
     ] = None,
     duration_s: Annotated[
         float | None,
-        typer.Option("--duration-s", min=0.1, help="Seconds per level (default: bench.duration_s)."),
+        typer.Option(
+            "--duration-s", min=0.1, metavar="SECONDS", help="Seconds per level (default: bench.duration_s)."
+        ),
     ] = None,
     requests: Annotated[
-        int | None, typer.Option("--requests", min=1, help="Requests per level instead of a duration.")
+        int | None,
+        typer.Option("--requests", min=1, metavar="N", help="Requests per level instead of a duration."),
     ] = None,
     prompt_tokens: Annotated[
-        int | None, typer.Option("--prompt-tokens", min=1, help="Prompt length.")
+        int | None, typer.Option("--prompt-tokens", min=1, metavar="TOKENS", help="Prompt length.")
     ] = None,
-    max_tokens: Annotated[int | None, typer.Option("--max-tokens", min=1, help="Answer length.")] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", min=1, metavar="TOKENS", help="Answer length.")
+    ] = None,
     endpoint: Annotated[
         str | None,
-        typer.Option("--endpoint", help="Base URL to load instead of the gateway / first replica."),
+        typer.Option(
+            "--endpoint", metavar="URL", help="Base URL to load instead of the gateway / first replica."
+        ),
     ] = None,
-    fmt: Annotated[
-        BenchFormat, typer.Option("--format", help="table, or json (one object).")
-    ] = BenchFormat.table,
+    fmt: FormatOption = Format.table,
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="Write latency vs output throughput as this PNG file.")
+        Path | None,
+        typer.Option("--plot", metavar="FILE", help="Write latency vs output throughput as this PNG file."),
     ] = None,
 ) -> None:
     """Load the site's gateway (or first replica) with streamed completions at several concurrency levels;
@@ -197,7 +200,7 @@ def bench_command(
             )
             rc = exits.CANT_CREATE
             plot = None
-    if fmt is BenchFormat.json:
+    if fmt is Format.json:
         print(json.dumps(report_json(header, stats, checks, rc)))
     else:
         line = (

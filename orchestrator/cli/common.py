@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -26,11 +26,42 @@ EXIT_CANTCREAT = exits.CANT_CREATE
 
 
 class Format(StrEnum):
-    text = "text"
+    """--format, one vocabulary for every command: table (for people: tables and plain lines) or json (for
+    tools). drift adds junit and prometheus to these two."""
+
+    table = "table"
     json = "json"
 
 
-SiteArg = Annotated[str, typer.Argument(help="Site spec file, a folder with site.yaml, or a site name.")]
+FORMAT_ALIASES = {"text": Format.table}
+"""Accepted and not shown: what validate, apply and rollback called the format for people before
+(`--format text` in a script keeps working)."""
+
+
+def parse_format(value: str | Format) -> Format:
+    if isinstance(value, Format):  # the default
+        return value
+    word = value.strip().lower()
+    try:
+        return FORMAT_ALIASES.get(word) or Format(word)
+    except ValueError:
+        choices = ", ".join(repr(f.value) for f in Format)
+        raise typer.BadParameter(f"{value!r} is not one of {choices}.") from None
+
+
+def format_option(json_help: str = "one object on stdout, nothing else") -> Any:
+    """--format table|json; `json_help` says what json prints."""
+    return typer.Option(
+        "--format",
+        parser=parse_format,
+        metavar=f"<{'|'.join(Format)}>",
+        help=f"table (for people) or json ({json_help}).",
+    )
+
+
+SiteArg = Annotated[
+    str, typer.Argument(metavar="SITE", help="Site spec file, a folder with site.yaml, or a site name.")
+]
 
 
 def _size(value: str | int) -> int:
@@ -49,17 +80,17 @@ MaxSpecSize = Annotated[
         parser=_size,
         metavar="SIZE",
         envvar=MAX_SPEC_SIZE_ENV,
-        show_default="16MiB",
-        help="Refuse spec files larger than this (bytes, or e.g. 64MiB).",
+        show_default=False,  # typer would show "(16MiB)"
+        help="Refuse spec files larger than this (bytes, or e.g. 64MiB; default 16MiB).",
     ),
 ]
 Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask; required when stdin is not a terminal.")]
-RunFormat = Annotated[
-    Format, typer.Option("--format", help="text (people) or json (one object on stdout, nothing else).")
-]
+FormatOption = Annotated[Format, format_option()]
 MaxFindings = Annotated[
     int,
-    typer.Option("--max-findings", min=0, help="Print at most this many findings per spec; 0 prints all."),
+    typer.Option(
+        "--max-findings", min=0, metavar="N", help="Print at most this many findings per spec; 0 prints all."
+    ),
 ]
 
 

@@ -15,7 +15,6 @@ import typer
 
 from orchestrator.cli import exits
 from orchestrator.cli.common import load, render_into
-from orchestrator.cli.history_view import wide_console
 from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.site_run import ansible_content
@@ -67,5 +66,5 @@ def run_live(site: str, hosts: Sequence[str], as_json: bool) -> None:
     if as_json:
         print(report.as_json())
     else:
-        print_report(wide_console(), report, chosen)
+        print_report(console(), report, chosen)
     raise typer.Exit(report.exit_code)

@@ -1,4 +1,4 @@
-"""`orchestrator drift SITE`: every implemented phase in check + diff mode, read as drift (made for
+"""`orchestrator drift SITE`: the apply's phases in check + diff mode, read as drift (made for
 schedules: it asks nothing, changes nothing on the hosts, and exits with a code a scheduler acts on).
 
 Exit codes (orchestrator/drift/report.py has the rule): 0 no drift; 3 drift found, or a check failed on a
@@ -21,12 +21,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
 
 from orchestrator.cli import exits
 from orchestrator.cli.apply_view import LiveProgress, PlainProgress
 from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, render_into, resolve
 from orchestrator.cli.drift_schedule_cmd import schedule_command
+from orchestrator.cli.groups import App, HelpGroup
 from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.reach import reach_lines
@@ -60,7 +60,7 @@ class DriftFormat(StrEnum):
     prometheus = "prometheus"
 
 
-class DriftGroup(TyperGroup):
+class DriftGroup(HelpGroup):
     """`drift SITE ...` runs the check command; `drift schedule ...` and `drift check ...` are named."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
@@ -69,7 +69,7 @@ class DriftGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
 
-drift_app = typer.Typer(
+drift_app = App(
     cls=DriftGroup,
     no_args_is_help=True,
     help="Check the site for drift (every phase in check + diff mode) or schedule that check. "
@@ -135,7 +135,8 @@ def drift_command(
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
-    """Run every implemented phase in check + diff mode and report drift per host and phase.
+    """Run every phase of an apply (or those of --phases) in check + diff mode, changing nothing on the
+    hosts, and report drift per host and phase.
 
     Exit codes: 0 no drift, 3 drift found (or a check failed; drift wins over unreachable hosts), 4 hosts
     unreachable and no drift found, 2 invalid spec, 130 interrupted, 64 usage.

@@ -11,7 +11,8 @@ import typer
 import yaml
 
 from orchestrator.cli import exits
-from orchestrator.cli.history_view import ViewFormat, ViewFormatOption, runs_table, wide_console
+from orchestrator.cli.common import Format, format_option
+from orchestrator.cli.history_view import runs_table
 from orchestrator.cli.output import console
 from orchestrator.cli.sites import SiteNotFound, project_root, resolve_site
 from orchestrator.history import db
@@ -44,19 +45,19 @@ def read_history(root: Path, site: str, last: int | None) -> list[db.RunRecord]:
 
 
 def history_command(
-    site: Annotated[str, typer.Argument(help="Site name (or its spec file / folder).")],
+    site: Annotated[str, typer.Argument(metavar="SITE", help="Site name (or its spec file / folder).")],
     last: Annotated[int, typer.Option("--last", min=1, metavar="N", help="Only the newest N runs.")] = 20,
-    fmt: ViewFormatOption = ViewFormat.table,
+    fmt: Annotated[Format, format_option("one list of runs on stdout, nothing else")] = Format.table,
 ) -> None:
     """List the site's recorded runs (apply, plan, drift, rollback), newest first: run id, kind, start,
     duration, result, exit code, who, phases. `orchestrator show RUN` prints one in detail."""
     name = site_name(site)
     root = project_root()
     records = read_history(root, name, last)
-    if fmt is ViewFormat.json:
+    if fmt is Format.json:
         print(json.dumps([r.as_dict() for r in records]))
         return
-    out = wide_console()
+    out = console()
     if not records:
         out.print(f"no runs of site {name} recorded in {db.db_path(root)}", markup=False)
         return

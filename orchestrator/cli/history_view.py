@@ -4,34 +4,15 @@ JSON (the history rows as they are stored, with "result" as read now)."""
 from __future__ import annotations
 
 from datetime import datetime
-from enum import StrEnum
-from typing import Annotated
 
-import typer
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.cli.output import console
+from orchestrator.cli.output import say
 from orchestrator.history.db import RunRecord
 
 COUNTS = ("ok", "changed", "failed", "unreachable", "skipped")
 _RESULT_STYLE = {"ok": "green", "failed": "red", "unreachable": "magenta", "running": "cyan"}
-
-
-class ViewFormat(StrEnum):
-    table = "table"
-    json = "json"
-
-
-ViewFormatOption = Annotated[
-    ViewFormat, typer.Option("--format", help="table (people) or json (one document on stdout).")
-]
-
-
-def wide_console() -> Console:
-    """stdout; wide when it is not a terminal, so that a log or a pipe gets whole run ids and commands."""
-    out = console()
-    return out if out.is_terminal else Console(highlight=False, soft_wrap=True, width=220)
 
 
 def _time(value: str | None) -> datetime | None:
@@ -50,28 +31,32 @@ def duration(rec: RunRecord) -> str:
 
 
 def phases_cell(rec: RunRecord) -> str:
-    return ", ".join(f"{p.get('name')} {p.get('status')}" for p in rec.phases) or "-"
+    return ", ".join(f"{p.get('name')} {str(p.get('status')).replace('_', ' ')}" for p in rec.phases) or "-"
 
 
 def _style(result: str) -> str | None:
     return _RESULT_STYLE.get(result, "yellow" if result.startswith("interrupted") else None)
 
 
+def _when(value: str) -> str:
+    return value.replace("T", " ").rstrip("Z")
+
+
 def runs_table(site: str, records: list[RunRecord]) -> Table:
+    """One row per run, in 80 columns: the run id whole (what `orchestrator show` takes) over its kind; the
+    start over how long it took and who ran it; the result over the exit code; the phases, wrapped."""
     table = Table(title=f"runs of {site}, newest first", title_justify="left", title_style="bold")
-    for col in ("run", "kind", "started (UTC)", "took", "result", "exit", "user", "phases"):
-        table.add_column(col, no_wrap=col != "phases")
+    table.add_column("run", no_wrap=True)  # never cut: `orchestrator show RUN` needs all of it
+    table.add_column("started (UTC)", overflow="fold")
+    table.add_column("result", overflow="fold")
+    table.add_column("phases", overflow="fold")
     for r in records:
         kind = f"{r.kind} --check" if r.check_mode and r.kind == "apply" else r.kind
         result = r.shown_result
         table.add_row(
-            r.run_id,
-            kind,
-            r.started.replace("T", " ").rstrip("Z"),
-            duration(r),
-            result,
-            "-" if r.exit_code is None else str(r.exit_code),
-            f"{r.user}@{r.host}",
+            f"{r.run_id}\n{kind}",
+            f"{_when(r.started)}\ntook {duration(r)}\nby {r.user}@{r.host}",
+            result if r.exit_code is None else f"{result}\nexit {r.exit_code}",
             phases_cell(r),
             style=_style(result),
         )
@@ -86,7 +71,7 @@ def detail_lines(r: RunRecord) -> list[str]:
         f"started:  {r.started.replace('T', ' ').rstrip('Z')} UTC; ended: {ended}; took {duration(r)}",
         f"by:       {r.user} on {r.host} (pid {r.pid})",
         f"command:  {' '.join(r.argv) or '-'}",
-        f"spec:     sha256 {r.spec_sha256 or '-'}",
+        f"spec:     {r.spec_sha256} (sha256)" if r.spec_sha256 else "spec:     -",
         f"version:  {r.project_version or '-'}",
         f"artifacts: {r.artifacts or '-'}",
     ]
@@ -96,20 +81,18 @@ def detail_lines(r: RunRecord) -> list[str]:
 
 
 def print_detail(out: Console, r: RunRecord) -> None:
-    for line in detail_lines(r):
-        out.print(line, markup=False, highlight=False)
+    say(out, "\n".join(detail_lines(r)), hang=len("artifacts: "))  # continued under the values
     phases = Table(title="phases", title_justify="left", title_style="bold")
     for col in ("phase", "status", "seconds", "note"):
-        phases.add_column(col, justify="right" if col == "seconds" else "left")
+        phases.add_column(col, justify="right" if col == "seconds" else "left", overflow="fold")
     for p in r.phases:
-        phases.add_row(
-            str(p.get("name")), str(p.get("status")), str(p.get("seconds")), str(p.get("note", ""))
-        )
+        status = str(p.get("status")).replace("_", " ")
+        phases.add_row(str(p.get("name")), status, str(p.get("seconds")), str(p.get("note", "")))
     out.print(phases if r.phases else "phases: none recorded")
     for phase, hosts in r.host_stats.items():
         table = Table(title=f"{phase}: per host", title_justify="left", title_style="bold")
         for col in ("host", *COUNTS, "seconds"):
-            table.add_column(col, justify="left" if col == "host" else "right")
+            table.add_column(col, justify="left" if col == "host" else "right", overflow="fold")
         for host, c in sorted(hosts.items()):
             style = "red" if c.get("failed") else "magenta" if c.get("unreachable") else None
             table.add_row(host, *(str(c.get(k, 0)) for k in (*COUNTS, "seconds")), style=style)
@@ -119,6 +102,6 @@ def print_detail(out: Console, r: RunRecord) -> None:
         where = f"{f['host']} in {f['phase']}" if f.get("host") else f"phase {f.get('phase')}"
         task = f', task "{f["task"]}"' if f.get("task") else ""
         body = str(f.get("message", "")).replace("\n", "\n    ")
-        out.print(f"{kind}: {where}{task}:\n    {body}", markup=False, highlight=False, style="red")
+        say(out, f"{kind}: {where}{task}:\n    {body}", style="red")
     if r.resume:
-        out.print(f"Resume with: {r.resume}", markup=False, highlight=False, style="bold")
+        say(out, f"Resume with: {r.resume}", style="bold")

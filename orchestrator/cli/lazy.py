@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 import typer
 import typer.main
-from typer.core import TyperGroup
+
+from orchestrator.cli.groups import App, HelpGroup
 
 if TYPE_CHECKING:
     from typer._click import Command, Context
 
 
-class LazyGroup(TyperGroup):
+class LazyGroup(HelpGroup):
     """A group whose `lazy_commands` (name -> "module:attribute") are imported on first use.
 
     The attribute is a command function (registered as `app.command(name)` would) or a Typer app
@@ -54,7 +55,7 @@ class LazyGroup(TyperGroup):
     def _load(self, name: str, target: str) -> Command:
         module, _, attr = target.partition(":")
         obj = getattr(importlib.import_module(module), attr)
-        holder = typer.Typer(rich_markup_mode=self.rich_markup_mode, suggest_commands=self.suggest_commands)
+        holder = App(suggest_commands=self.suggest_commands)
         if isinstance(obj, typer.Typer):
             holder.add_typer(obj, name=name)
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -16,7 +17,41 @@ if TYPE_CHECKING:  # light to import: every command's --help reads DEFAULT_MAX_F
 
 
 def console(stderr: bool = False) -> Console:
+    """stdout (or stderr) as rich sees it: the terminal's width (stdout's, or stdin's or stderr's when stdout
+    is a pipe), COLUMNS when it is set, else 80 (CI, a log). Tables fit that width (an id is never cut);
+    plain lines are printed as given (`say` and `print_lines` wrap them)."""
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+HANGING_INDENT = 4
+"""How much further than its first line a wrapped line's continuation is indented."""
+
+
+def fill(line: str, width: int, hang: int = HANGING_INDENT) -> str:
+    """`line` wrapped to `width` at spaces: continuation lines indented `hang` more than the line's own
+    indentation; a word (a path, a URL, an id) is never broken, and only a word longer than the width
+    overflows."""
+    lead = line[: len(line) - len(line.lstrip(" "))]
+    return textwrap.fill(
+        line.strip(),
+        width=max(width, 20),
+        initial_indent=lead,
+        subsequent_indent=lead + " " * hang,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+def print_lines(out: Console, lines: Sequence[str]) -> None:
+    """Plain lines (a plan, the phases) wrapped to the console's width."""
+    for line in lines:
+        out.print(fill(line, out.width), markup=False, highlight=False)
+
+
+def say(out: Console, text: str, style: str | None = None, hang: int = HANGING_INDENT) -> None:
+    """A message (one line or several) wrapped to the console's width, each line with a hanging indent."""
+    lines = (fill(line, out.width, hang) if line.strip() else "" for line in text.splitlines())
+    out.print("\n".join(lines), markup=False, highlight=False, style=style)
 
 
 DEFAULT_MAX_FINDINGS = 50
@@ -74,9 +109,10 @@ def size(gib: float) -> str:
 
 def replica_lines(r: ReplicaPlan) -> list[str]:
     mode = {"single": "single-node", "dp": "multi-node data parallel", "ray": "multi-node on Ray"}[r.mode]
+    experts = f"expert parallel over {r.ep_size} NPUs" if r.ep else "expert parallel off"
     lines = [
-        f"Replica {r.name} (group {r.group}, {mode}, tp {r.tp} x pp {r.pp} x dp {r.dp}, "
-        f"EP {'on, size ' + str(r.ep_size) if r.ep else 'off'}) -> {r.endpoint}"
+        f"Replica {r.name} (group {r.group}, {mode}, tp {r.tp} x pp {r.pp} x dp {r.dp}, {experts}) "
+        f"-> {r.endpoint}"
     ]
     for m in r.members:
         ranks = (
@@ -101,9 +137,10 @@ def plan_lines(plan: SitePlan) -> list[str]:
         f"torch_npu {st.torch_npu}, Python {st.python})"
     ]
     lines += [f"Image {i.tag}: SOC_VERSION={i.soc_version}, FROM {i.base_image}" for i in plan.images]
+    quantized = "not quantized" if plan.quantization == "none" else f"quantized {plan.quantization}"
     lines.append(
         f"Model {plan.model_name} served as '{plan.served_name}': {size(plan.weights_gib)} of weights "
-        f"({plan.quantization}, {plan.dtype})"
+        f"({quantized}, dtype {plan.dtype})"
     )
     for r in plan.replicas:
         lines += replica_lines(r)
@@ -111,5 +148,4 @@ def plan_lines(plan: SitePlan) -> list[str]:
 
 
 def print_plan(out: Console, plan: SitePlan) -> None:
-    for line in plan_lines(plan):
-        out.print(line, markup=False)
+    print_lines(out, plan_lines(plan))

@@ -13,16 +13,23 @@ failure, not an unknown), 4 hosts unreachable (and none failed), 130 interrupted
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import NoReturn
 
 import typer
 from rich.console import Console
 
 from orchestrator.cli import exits
 from orchestrator.cli.apply_view import LiveProgress, PlainProgress
-from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, render_into
+from orchestrator.cli.common import (
+    Format,
+    FormatOption,
+    MaxFindings,
+    MaxSpecSize,
+    SiteArg,
+    load,
+    render_into,
+)
 from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.plan_view import print_plan_report
@@ -44,11 +51,6 @@ EXIT_CODES = {
 }
 
 
-class PlanFormat(StrEnum):
-    table = "table"
-    json = "json"
-
-
 def exit_code(report: PlanReport) -> int:
     return EXIT_CODES[report.result]
 
@@ -58,10 +60,7 @@ def plan_command(
     phases: Phases = None,
     from_phase: FromPhase = None,
     limit: Limit = None,
-    fmt: Annotated[
-        PlanFormat,
-        typer.Option("--format", help="table (people) or json (one object on stdout, nothing else)."),
-    ] = PlanFormat.table,
+    fmt: FormatOption = Format.table,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
@@ -89,7 +88,7 @@ def plan_command(
 
 def run_plan(
     req: ApplyRequest,
-    fmt: PlanFormat,
+    fmt: Format,
     err: Console,
     *,
     run_id: str | None = None,
@@ -99,7 +98,7 @@ def run_plan(
     print the plan (or one JSON object) and exit with its code."""
     out = console()
     view: PlainProgress = PlainProgress(err)
-    if fmt is PlanFormat.table and out.is_terminal:
+    if fmt is Format.table and out.is_terminal:
         view = LiveProgress(out)
     cancel = Cancel()
     cancel.on_request = lambda signum: err.print(
@@ -124,7 +123,7 @@ def run_plan(
         rec.finish_run(run, rc)
     data = {**report.as_dict(), "exit": rc}
     (Path(run.artifacts) / "plan.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    if fmt is PlanFormat.json:
+    if fmt is Format.json:
         print(json.dumps(data))
     else:
         print_plan_report(out, report, rc)

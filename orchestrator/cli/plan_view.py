@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from orchestrator.cli.output import say
 from orchestrator.runner.changes import Change
 from orchestrator.runner.plan_report import CHANGES, UNCHANGED, PlanReport
 
@@ -100,8 +101,8 @@ def print_plan_report(out: Console, report: PlanReport, exit_code: int) -> None:
     if report.changes:
         out.print(changes_table(report))
     for line, style in state_lines(report):
-        out.print(line, markup=False, highlight=False, style=style or None)
+        say(out, line, style=style or None)
     for c in report.changes:
         if c.diff:
             out.print(diff_text(c), highlight=False)
-    out.print(summary_line(report, exit_code), markup=False, highlight=False, style="bold")
+    say(out, summary_line(report, exit_code), style="bold")

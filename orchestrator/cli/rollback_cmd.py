@@ -20,9 +20,9 @@ from orchestrator.cli import exits
 from orchestrator.cli.apply_cmd import run_and_report
 from orchestrator.cli.common import (
     Format,
+    FormatOption,
     MaxFindings,
     MaxSpecSize,
-    RunFormat,
     SiteArg,
     Yes,
     load,
@@ -45,7 +45,7 @@ def rollback_command(
         ),
     ] = None,
     yes: Yes = False,
-    fmt: RunFormat = Format.text,
+    fmt: FormatOption = Format.table,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:

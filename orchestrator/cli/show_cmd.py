@@ -9,15 +9,18 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli import exits
-from orchestrator.cli.history_view import ViewFormat, ViewFormatOption, print_detail, wide_console
+from orchestrator.cli.common import Format, FormatOption
+from orchestrator.cli.history_view import print_detail
 from orchestrator.cli.output import console
 from orchestrator.cli.sites import project_root
 from orchestrator.history import db
 
 
 def show_command(
-    run: Annotated[str, typer.Argument(help="Run id, or a unique prefix of one (`orchestrator history`).")],
-    fmt: ViewFormatOption = ViewFormat.table,
+    run: Annotated[
+        str, typer.Argument(metavar="RUN", help="Run id, or a unique prefix of one (`orchestrator history`).")
+    ],
+    fmt: FormatOption = Format.table,
 ) -> None:
     """Print one recorded run: phases, per-host counts, failures, resume command, artifacts.
 
@@ -32,7 +35,7 @@ def show_command(
     except db.HistoryError as exc:
         console(stderr=True).print(str(exc), markup=False)
         raise typer.Exit(exits.NO_SITE) from None
-    if fmt is ViewFormat.json:
+    if fmt is Format.json:
         print(json.dumps(record.as_dict()))
         return
-    print_detail(wide_console(), record)
+    print_detail(console(), record)

@@ -14,17 +14,19 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from orchestrator.cli.output import console
+from orchestrator.cli.common import Format, FormatOption
+from orchestrator.cli.groups import App
+from orchestrator.cli.output import console, say
 from orchestrator.cli.sites import project_root
 
 if TYPE_CHECKING:
     from orchestrator.sim.faults import Server
 
-sim_app = typer.Typer(
+sim_app = App(
     no_args_is_help=True,
     help="A simulated Ascend cluster in containers (servers reached over SSH on 127.0.0.N).",
 )
-fault_app = typer.Typer(no_args_is_help=True, help="Inject or clear faults in a running simulated server.")
+fault_app = App(no_args_is_help=True, help="Inject or clear faults in a running simulated server.")
 sim_app.add_typer(fault_app, name="fault")
 
 T = TypeVar("T")
@@ -52,9 +54,11 @@ class Level(StrEnum):
     critical = "Critical"
 
 
-NameOpt = Annotated[str, typer.Option("--name", help="Cluster name (also the site name).")]
-ServerArg = Annotated[str, typer.Argument(help="Server name, e.g. a2-01.")]
-IdsArg = Annotated[list[int], typer.Argument(help="Logical device ids (the N of /dev/davinciN).")]
+NameOpt = Annotated[str, typer.Option("--name", metavar="NAME", help="Cluster name (also the site name).")]
+ServerArg = Annotated[str, typer.Argument(metavar="SERVER", help="Server name, e.g. a2-01.")]
+IdsArg = Annotated[
+    list[int], typer.Argument(metavar="ID", help="Logical device ids (the N of /dev/davinciN).")
+]
 ClearOpt = Annotated[bool, typer.Option("--clear", help="Remove the fault instead.")]
 DEFAULT_NAME = "sim"
 
@@ -88,7 +92,7 @@ def _run(fn: Callable[[], T]) -> T:
 
 @sim_app.command()
 def up(
-    nodes: Annotated[int, typer.Option(help="NPU servers.")] = 2,
+    nodes: Annotated[int, typer.Option(metavar="N", help="NPU servers.")] = 2,
     profile: Annotated[ProfileName, typer.Option(help="Hardware profile.")] = ProfileName.a2,
     gateway: Annotated[bool, typer.Option("--gateway", help="Add a gateway host (no NPUs).")] = False,
     monitoring: Annotated[
@@ -96,7 +100,9 @@ def up(
     ] = False,
     span: Annotated[
         int,
-        typer.Option(help="NPU servers of the first replica (2+: one multi-node replica, data parallel)."),
+        typer.Option(
+            metavar="N", help="NPU servers of the first replica (2+: one multi-node replica, data parallel)."
+        ),
     ] = 1,
     layout: Annotated[
         Layout,
@@ -153,33 +159,45 @@ def down(
 
 @sim_app.command()
 def status(
-    name: Annotated[str | None, typer.Option("--name", help="One cluster (default: all).")] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", metavar="NAME", help="One cluster (default: all).")
+    ] = None,
+    fmt: FormatOption = Format.table,
 ) -> None:
     """List the hosts of each cluster: address, roles, container state, SSH, driver, active faults."""
+    import json
+    from dataclasses import asdict
+
+    from rich.padding import Padding
+    from rich.table import Table
+
     from orchestrator.sim import faults
 
     names = [name] if name else _run(lambda: faults.known_clusters(_root()))
+    clusters = [(n, *_run(lambda n=n: faults.status(_root(), n))) for n in names]  # type: ignore[misc]
+    if fmt is Format.json:
+        doc = [
+            {"name": n, "shape": state.describe() if state else None, "servers": [asdict(r) for r in rows]}
+            for n, state, rows in clusters
+        ]
+        print(json.dumps({"clusters": doc}))
+        return
     out = console()
-    if not names:
+    if not clusters:
         out.print("no simulated cluster (start one with `orchestrator sim up`)", markup=False)
         return
-    for n in names:
-        state, rows = _run(lambda n=n: faults.status(_root(), n))  # type: ignore[misc]
+    for n, state, rows in clusters:
         shape = state.describe() if state else "its files are not under this directory"
-        out.print(f"cluster {n} ({shape}): inventories/{n}/site.yaml", markup=False)
+        say(out, f"cluster {n} ({shape}): inventories/{n}/site.yaml")
         if not rows:
             out.print("  no servers", markup=False)
             continue
-        header = ("SERVER", "ADDRESS", "ROLES", "CONTAINER", "SSH", "DRIVER", "FAULTS")
-        table = [
-            header,
-            *((r.name, r.address, r.roles, r.container, r.ssh, r.driver, r.faults) for r in rows),
-        ]
-        widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-        for row in table:
-            out.print(
-                "  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip(), markup=False
-            )
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for col in ("SERVER", "ADDRESS", "ROLES", "CONTAINER", "SSH", "DRIVER", "FAULTS"):
+            table.add_column(col, no_wrap=col in ("SERVER", "ADDRESS"), overflow="fold")
+        for r in rows:
+            table.add_row(r.name, r.address, r.roles, r.container, r.ssh, r.driver, r.faults)
+        out.print(Padding(table, (0, 0, 0, 2), expand=False))
 
 
 def _fault(name: str, server: str, fn: Callable[[Server], str]) -> None:
@@ -254,14 +272,20 @@ def f_driver_fails(server: ServerArg, clear: ClearOpt = False, name: NameOpt = D
 def f_vllm(
     server: ServerArg,
     never_healthy: Annotated[bool, typer.Option("--never-healthy", help="/health stays 503.")] = False,
-    crash_after: Annotated[float | None, typer.Option(help="Exit this many seconds after healthy.")] = None,
-    slow_ms: Annotated[int | None, typer.Option(help="Extra latency before the first token.")] = None,
+    crash_after: Annotated[
+        float | None, typer.Option(metavar="SECONDS", help="Exit this many seconds after healthy.")
+    ] = None,
+    slow_ms: Annotated[
+        int | None, typer.Option(metavar="MS", help="Extra latency before the first token (milliseconds).")
+    ] = None,
     wrong_answers: Annotated[bool, typer.Option("--wrong-answers", help="Perturb answers.")] = False,
     error_line: Annotated[
         str | None,
         typer.Option("--error-line", metavar="LINE", help="Print this log line (a known error) and exit 1."),
     ] = None,
-    port: Annotated[int | None, typer.Option(help="Only the vLLM server on this API port.")] = None,
+    port: Annotated[
+        int | None, typer.Option(metavar="PORT", help="Only the vLLM server on this API port.")
+    ] = None,
     clear: ClearOpt = False,
     name: NameOpt = DEFAULT_NAME,
 ) -> None:

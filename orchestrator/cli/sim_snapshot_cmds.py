@@ -8,13 +8,14 @@ from typing import Annotated
 
 import typer
 
+from orchestrator.cli.groups import App
 from orchestrator.cli.output import console
 
-snapshot_app = typer.Typer(
+snapshot_app = App(
     no_args_is_help=True,
     help="Save a simulated cluster into a folder and restore it (a restored cluster is a rebooted one).",
 )
-FolderArg = Annotated[Path, typer.Argument(help="The snapshot's folder.")]
+FolderArg = Annotated[Path, typer.Argument(metavar="FOLDER", help="The snapshot's folder.")]
 
 
 def _print(lines: list[str], verdict: str) -> None:
@@ -27,7 +28,7 @@ def _print(lines: list[str], verdict: str) -> None:
 @snapshot_app.command("save")
 def save(
     folder: FolderArg,
-    name: Annotated[str, typer.Option("--name", help="Cluster name.")] = "sim",
+    name: Annotated[str, typer.Option("--name", metavar="NAME", help="Cluster name.")] = "sim",
 ) -> None:
     """Stop the cluster and move it into FOLDER (servers committed, inner Docker data, /data, controller
     files); the cluster is gone afterwards, its addresses stay reserved until `snapshot rm`."""

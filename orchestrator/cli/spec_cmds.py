@@ -16,9 +16,11 @@ from orchestrator.cli import exits
 from orchestrator.cli.common import (
     EXIT_INVALID,
     Format,
+    FormatOption,
     MaxFindings,
     MaxSpecSize,
     SiteArg,
+    format_option,
     load,
     render_into,
     resolve,
@@ -35,10 +37,16 @@ if TYPE_CHECKING:
 
 def validate_command(
     site: SiteArg,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
-    fmt: Annotated[
-        Format, typer.Option("--format", help="text (people) or json (tools: every finding, no plan).")
-    ] = Format.text,
+    quiet: Annotated[
+        bool,
+        typer.Option(
+            "--quiet",
+            "-q",
+            help="Print only the findings (on stderr), no plan and no verdict line: the exit code says "
+            "whether the spec is valid.",
+        ),
+    ] = False,
+    fmt: Annotated[Format, format_option("for tools: every finding and the verdict, no plan")] = Format.table,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
@@ -78,7 +86,9 @@ def _controller_warnings(result: ValidationResult) -> list[Finding]:
 
 def render_command(
     site: SiteArg,
-    out: Annotated[Path | None, typer.Option(help="Output folder (default: beside the spec).")] = None,
+    out: Annotated[
+        Path | None, typer.Option(metavar="DIR", help="Output folder (default: beside the spec).")
+    ] = None,
     force: Annotated[
         bool,
         typer.Option(
@@ -101,19 +111,22 @@ def render_command(
 
 def phases_command(
     site: SiteArg,
+    fmt: FormatOption = Format.table,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
-    """Print the phases an apply runs, the hosts each touches and what it does there."""
-    from orchestrator.cli.phase_lines import phase_head
+    """Print the phases an apply runs, in order, the hosts each touches and what it does there."""
+    from orchestrator.cli.phase_lines import phases_json, print_phases
     from orchestrator.planning.phases import plan_phases
 
     result = load(site, max_spec_size, max_findings)
     if result.spec is None or result.plan is None:  # _load exits on an invalid spec
         raise typer.Exit(EXIT_INVALID)
-    out = console()
-    for i, ph in enumerate(plan_phases(result.spec, result.plan), 1):
-        out.print(f"{i:>2}. {phase_head(ph)}\n      {ph.summary}", markup=False)
+    phases = plan_phases(result.spec, result.plan)
+    if fmt is Format.json:
+        print(json.dumps(phases_json(result.spec.site, phases)))
+        return
+    print_phases(console(), phases)
 
 
 def schema_command() -> None:
@@ -124,8 +137,12 @@ def schema_command() -> None:
 
 
 def docs_command(
-    write: Annotated[Path | None, typer.Option(help="Write the reference to this file.")] = None,
-    check: Annotated[Path | None, typer.Option(help="Fail if this file is not up to date.")] = None,
+    write: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Write the reference to this file.")
+    ] = None,
+    check: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Fail if this file is not up to date.")
+    ] = None,
     troubleshooting: Annotated[
         bool,
         typer.Option(
@@ -164,14 +181,15 @@ def examples_command(
         bool, typer.Option("--write", help="Re-render the committed inventories in place (deliberate).")
     ] = False,
     out: Annotated[
-        Path | None, typer.Option(help="Render into OUT/<site>/ instead (nothing committed changes).")
+        Path | None,
+        typer.Option(metavar="OUT", help="Render into OUT/<site>/ instead (nothing committed changes)."),
     ] = None,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
     """Validate every site under inventories/, print its plan and phases, and check that its committed
     inventory is what render writes today (exit 1 when stale). Writes nothing unless --write or --out."""
-    from orchestrator.cli.phase_lines import phase_head
+    from orchestrator.cli.phase_lines import print_phases
     from orchestrator.planning.phases import plan_phases
     from orchestrator.render import render_texts
     from orchestrator.validation import validate_file
@@ -203,8 +221,7 @@ def examples_command(
             else:
                 con.print("committed inventory is up to date", markup=False)
         con.print("phases:", markup=False)
-        for i, ph in enumerate(plan_phases(result.spec, result.plan), 1):
-            con.print(f"  {i:>2}. {phase_head(ph)} {ph.summary}", markup=False)
+        print_phases(con, plan_phases(result.spec, result.plan), indent="  ")
     if failed:
         raise typer.Exit(EXIT_INVALID)
     if stale:

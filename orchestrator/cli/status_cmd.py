@@ -15,8 +15,7 @@ from pathlib import Path
 import typer
 
 from orchestrator.cli import exits
-from orchestrator.cli.common import SiteArg, resolve
-from orchestrator.cli.history_view import ViewFormat, ViewFormatOption, wide_console
+from orchestrator.cli.common import Format, FormatOption, SiteArg, resolve
 from orchestrator.cli.output import console
 from orchestrator.cli.site_run import ansible_content
 from orchestrator.cli.sites import project_root
@@ -48,7 +47,7 @@ def exit_code(fleet: FleetState) -> int:
     return exits.OK
 
 
-def status_command(site: SiteArg, fmt: ViewFormatOption = ViewFormat.table) -> None:
+def status_command(site: SiteArg, fmt: FormatOption = Format.table) -> None:
     """Show the last run of each phase and the live state of every replica (healthy, release, image,
     requests running, listed by the gateway). Read-only.
 
@@ -70,9 +69,9 @@ def status_command(site: SiteArg, fmt: ViewFormatOption = ViewFormat.table) -> N
         releases = read_releases(code, inventory_dir, facts_dir(root, info.name), info.servers)
     fleet = fleet_state(info, releases)
     rc = exit_code(fleet)
-    if fmt is ViewFormat.json:
+    if fmt is Format.json:
         doc = {"site": info.name, "phases": [p.as_dict() for p in phases], **fleet.as_dict(), "exit_code": rc}
         print(json.dumps(doc))
     else:
-        print_status(wide_console(), info.name, phases, fleet)
+        print_status(console(), info.name, phases, fleet)
     raise typer.Exit(rc)

@@ -17,12 +17,11 @@ from rich.progress import (
 )
 
 from orchestrator.cli import exits
+from orchestrator.cli.groups import App
 from orchestrator.cli.output import console
 from orchestrator.weights.manifest import MANIFEST_NAME, ManifestError, list_files, write_manifest
 
-weights_app = typer.Typer(
-    no_args_is_help=True, help="Model weights: the manifest the servers verify against."
-)
+weights_app = App(no_args_is_help=True, help="Model weights: the manifest the servers verify against.")
 
 
 @weights_app.command("manifest")
@@ -34,9 +33,9 @@ def manifest_command(
             "-o", "--output", metavar="FILE", help=f"Where to write it (default DIR/{MANIFEST_NAME})."
         ),
     ] = None,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", min=1, max=256, help="Files hashed at once.")] = min(
-        8, os.cpu_count() or 1
-    ),
+    jobs: Annotated[
+        int, typer.Option("--jobs", "-j", min=1, max=256, metavar="N", help="Files hashed at once.")
+    ] = min(8, os.cpu_count() or 1),
 ) -> None:
     """Write the sha256 manifest of every file under DIR (path, size, sha256; JSON sorted by path) and print
     its own sha256: the value of model.source.manifest_sha256 in the site spec."""

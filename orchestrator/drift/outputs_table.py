@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.console import Console
 from rich.table import Table
 
@@ -48,5 +50,17 @@ def print_table(out: Console, report: DriftReport) -> None:
         for cell in report.with_state(state):
             out.print(f"{str(state).upper()}: {cell.host} in {cell.phase}:", markup=False, highlight=False)
             for line in cell_lines(cell):
-                out.print(f"    {line}", markup=False, highlight=False, style=_STYLE[state])
-    out.print(summary_line(report), markup=False, highlight=False, style="bold")
+                out.print(_fill(line, out.width, "    "), markup=False, highlight=False, style=_STYLE[state])
+    out.print(_fill(summary_line(report), out.width), markup=False, highlight=False, style="bold")
+
+
+def _fill(line: str, width: int, indent: str = "") -> str:
+    """Wrapped to the console's width at spaces (a path or an id stays whole), continued 4 further in."""
+    return textwrap.fill(
+        line,
+        width=max(width, 20),
+        initial_indent=indent,
+        subsequent_indent=indent + "    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )

@@ -92,8 +92,8 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
         f"{len(plan.replicas)} replica(s); canary {spec.rollout.canary}, then batches of "
         f"{spec.rollout.batch_size}; gates: /health within {first.startup_timeout_s} s, "
         f"{spec.rollout.gates.smoke_prompts} smoke prompts, accuracy within "
-        f"{spec.rollout.gates.accuracy_tolerance:.1%}; "
-        f"rollback {'on' if spec.rollout.auto_rollback else 'off'}"
+        f"{spec.rollout.gates.accuracy_tolerance:.1%}; a replica that fails a gate "
+        + ("goes back to its previous release" if spec.rollout.auto_rollback else "is left stopped")
     )
     rows: list[tuple[str, tuple[str, ...], str]] = [
         (

@@ -18,9 +18,10 @@ def test_validate_prints_the_plan_for_a_valid_site() -> None:
     assert out.returncode == 0, out.stderr
     assert "a2-pair-r1-w8a8/site.yaml: valid (" in out.stderr and "valid (" not in out.stdout
     assert (
-        "Replica r1 (group default, multi-node data parallel, tp 4 x pp 1 x dp 4, EP on, size 16)"
-        in out.stdout
+        "Replica r1 (group default, multi-node data parallel, tp 4 x pp 1 x dp 4, expert parallel over 16 "
+        "NPUs) -> http://10.20.1.11:8000/v1" in " ".join(out.stdout.split())  # wrapped to 80 columns
     )
+    assert "(quantized w8a8, dtype bfloat16)" in " ".join(out.stdout.split())
     assert "a2-02        headless   NPUs 0-7  DP ranks 2-3" in out.stdout
     assert "memory per NPU: weights" in out.stdout
 
@@ -86,10 +87,11 @@ def test_phases_lists_every_phase_in_order() -> None:
         "gateway",
         "monitoring",
     ]
-    assert "gateway    [edge-01] (issue 10)" in out.stdout
-    assert "network    [skipped] (issue 8)" in out.stdout
+    assert " 8. gateway    [edge-01]\n" in out.stdout
+    assert " 4. network    [skipped: no host]\n" in out.stdout
     # the container engine runs on the NPU servers and on the gateway/monitoring host (the old "runtime")
-    assert "host       [a2-01, a2-02, a2-03, a2-04, edge-01] (issue 8)" in out.stdout
+    assert " 3. host       [a2-01, a2-02, a2-03, a2-04, edge-01]\n" in out.stdout
+    assert "a replica that fails a gate goes back to its previous release" in " ".join(out.stdout.split())
 
 
 def test_schema_is_json_schema_of_the_spec() -> None:

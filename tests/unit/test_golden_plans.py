@@ -33,6 +33,7 @@ def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 def _at_root(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     monkeypatch.delenv("ORCHESTRATOR_ROOT", raising=False)
+    monkeypatch.setenv("COLUMNS", "80")  # the plan and the phases wrap to the width (scripts/regen-golden)
 
 
 def test_every_hand_written_example_has_a_golden_plan_and_phases() -> None:

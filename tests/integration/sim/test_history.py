@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from orchestrator.cli import exits
-from tests.integration.sim.sim_helpers import BIN, ENV, Sim, module_cluster
+from tests.integration.sim.sim_helpers import BIN, ENV, Sim, module_cluster, run
 
 pytestmark = pytest.mark.integration
 
@@ -115,9 +115,12 @@ def test_history_lists_the_runs_and_show_prints_one(cluster: Sim) -> None:
         (STATE["interrupted"], "interrupted"),
     ]
     assert runs[0]["spec_sha256"] == runs[1]["spec_sha256"] and len(runs[0]["spec_sha256"]) == 64
-    table = cluster.cli("history", cluster.name).stdout
+    table = cluster.cli("history", cluster.name).stdout  # 80 columns: run ids whole, phases wrapped
     assert STATE["resumed"] in table and STATE["interrupted"] in table
-    assert "preflight ok, drivers interrupted" in table
+    wide = run(
+        [str(BIN / "orchestrator"), "history", cluster.name], cluster.root, env={**ENV, "COLUMNS": "140"}
+    )
+    assert "preflight ok, drivers interrupted" in wide.stdout
     show = cluster.cli("show", STATE["interrupted"][:22]).stdout
     assert f"run {STATE['interrupted']}: apply of site {cluster.name}" in show
     assert "result:   interrupted (exit 130)" in show

@@ -104,7 +104,7 @@ def test_recorded_runs_read_back_as_json(tmp_path: Path) -> None:
 
 def test_history_table_and_show(tmp_path: Path) -> None:
     record_runs(tmp_path)
-    table = run_cli("--root", str(tmp_path), "history", "lab")
+    table = run_cli("--root", str(tmp_path), "history", "lab", env={"COLUMNS": "120"})  # phases on one line
     assert table.returncode == 0, table.stderr
     for text in ("20261204T210000Z-aaaaaa", "apply", "interrupted", "preflight ok, drivers interrupted"):
         assert text in table.stdout

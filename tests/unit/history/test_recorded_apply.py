@@ -100,7 +100,7 @@ def test_sigint_mid_phase_is_recorded_with_the_resume_command_and_frees_the_lock
 
     threading.Thread(target=interrupt_once_sleeping, daemon=True).start()
     with pytest.raises(typer.Exit) as ended:
-        run_and_report(req, Format.text, console(stderr=True))
+        run_and_report(req, Format.table, console(stderr=True))
     assert ended.value.exit_code == 130
     out = capsys.readouterr()
     assert "Resume with: orchestrator apply lab --from-phase host" in out.out
