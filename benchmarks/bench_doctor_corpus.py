@@ -5,7 +5,7 @@ cause their thread confirms (named), no known cause (missed / abstained), a symp
 Run:  .venv/bin/python benchmarks/bench_doctor_corpus.py [--verbose] [--json] [--strict]
 
 The rules were written from `train` only; `heldout` measures what they do on logs they were not written
-from. Goals (issue 23, item 12): named ratio >= 0.80 and 0 wrong on the held-out part; --strict exits 1 when
+from. Goals: named ratio >= 0.80 and 0 wrong on the held-out part; --strict exits 1 when
 either is missed. Not a timed benchmark and not a pytest test (tests/unit/doctor/test_doctor_corpus.py
 holds the held-out floor in CI).
 """
