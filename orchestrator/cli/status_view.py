@@ -53,7 +53,7 @@ def replicas_table(site: str, fleet: FleetState) -> Table:
     reps.add_column("replica", overflow="fold")
     reps.add_column("state", overflow="fold")
     reps.add_column("release\nimage\nsince (UTC)", no_wrap=True)  # ids: never cut
-    reps.add_column("url", overflow="fold")
+    reps.add_column("url", no_wrap=True)  # copied as a whole into curl
     for s in fleet.replicas:
         image = (s.image_id or "-").removeprefix("sha256:")[:12]
         bad = not s.healthy or s.in_gateway is False
