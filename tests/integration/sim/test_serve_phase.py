@@ -76,6 +76,16 @@ def started_at(sim: Sim) -> dict[str, str]:
     return out
 
 
+def container_states(sim: Sim) -> dict[str, str]:
+    """Per container: running or not, and since when (no container may have been touched)."""
+    fmt = "'{{.State.Status}} {{.State.StartedAt}}'"
+    return {
+        f"{server}/{name}": sh(sim, server, f"docker inspect -f {fmt} {name} 2>&1")[1].strip()
+        for server, names in CONTAINERS.items()
+        for name in names
+    }
+
+
 def endpoints(sim: Sim) -> dict[str, str]:
     group = yaml.safe_load((sim.root / "inventories" / sim.name / "group_vars" / "all.yml").read_text())
     return {r["name"]: r["endpoint"] for r in group["rollout_replicas"]}
@@ -230,7 +240,7 @@ def test_an_unresolved_key_never_serves(sim: Sim, served: dict[str, Any]) -> Non
     ref = f"file:{key_file.resolve()}"
     assert text.count(ref) == 1
     runs = sorted((sim.root / ".orchestrator" / "runs").iterdir())
-    before = started_at(sim)
+    before = container_states(sim)  # whatever they are (the test before may have left a2-03's stopped)
     env = {k: v for k, v in ENV.items() if k != "SIM_SERVE_KEY"}
     empty = sim.root / "empty-key"
     empty.write_text("\n")
@@ -260,7 +270,7 @@ def test_an_unresolved_key_never_serves(sim: Sim, served: dict[str, Any]) -> Non
         site.write_text(text)
         run([str(BIN / "orchestrator"), "render", sim.name], sim.root)
     assert sorted((sim.root / ".orchestrator" / "runs").iterdir()) == runs  # nothing ran, nothing recorded
-    assert started_at(sim) == before
+    assert container_states(sim) == before
     rc, out = sh(sim, "a2-01", "cat /etc/ascend-orchestrator/secrets/vllm-api-key")
     assert rc == 0 and out.strip() == api_key(sim)
     # the serving image itself: an empty key file, and the container exits 78 instead of serving
