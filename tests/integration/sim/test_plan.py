@@ -75,7 +75,7 @@ def plan_table(sim: Sim, key: str) -> tuple[int, str, dict[str, Any]]:
     proc = sim.cli("plan", sim.name, "--phases", HOST_LAYER, check=False)
     TIMES[key] = time.monotonic() - started
     print(f"{key}: {TIMES[key]:.1f} s")
-    found = re.search(r"artifacts in (\S+)", proc.stdout)
+    found = re.search(r"artifacts in\s+(\S+)", proc.stdout)  # the summary wraps at 80 columns
     assert found, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.returncode, proc.stdout, json.loads((Path(found[1]) / "plan.json").read_text())
 

@@ -77,14 +77,26 @@ def serve(sim: Sim) -> dict[str, Any]:
     return cli_json(sim, "apply", sim.name, "--yes", "--phases", "serve")
 
 
+def inspect(sim: Sim, server: str, name: str) -> dict[str, Any]:
+    """`docker inspect NAME` on the server. Docker's exec API now and then loses the start of a long output
+    (the JSON then begins mid-document): read it again rather than fail on the transport."""
+    for _ in range(3):
+        rc, text = sh(sim, server, f"docker inspect {name}")
+        assert rc == 0, (server, name, text)
+        try:
+            (info,) = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        return dict(info)
+    raise AssertionError(f"docker inspect {name} on {server} never returned whole JSON: {text[:300]}")
+
+
 def containers(sim: Sim) -> dict[str, dict[str, Any]]:
     """server/container -> running, started, release label, env."""
     out = {}
     for server, names in CONTAINERS.items():
         for name in names:
-            rc, text = sh(sim, server, f"docker inspect {name}")
-            assert rc == 0, (server, name, text)
-            (info,) = json.loads(text)
+            info = inspect(sim, server, name)
             out[f"{server}/{name}"] = {
                 "running": info["State"]["Running"],
                 "started": info["State"]["StartedAt"],
