@@ -24,6 +24,11 @@ def test_staged_weights_without_a_manifest_and_no_npu_exporter_are_said() -> Non
         (("model", "source", "manifest_sha256"), "unverified"),
         (("monitoring", "npu_exporter"), "unmonitored"),
     ]
+    result = validate_data(data)
+    assert result.spec is not None
+    weights, npu = coverage_warnings(result.spec)
+    assert weights.message.startswith("the weights in /data/models/DeepSeek-R1-Distill-Qwen-32B are not")
+    assert npu.message.startswith("Prometheus gets no NPU metrics") and "npu-exporter" in (npu.fix or "")
 
 
 def test_a_manifest_and_an_exporter_silence_them() -> None:

@@ -177,3 +177,19 @@ def test_a_site_folder_that_differs_from_site_warns(root: Path, capsys: pytest.C
     text = said(capsys)
     assert re.search(r"site\.yaml:\d+:\d+: warning: site: site is 'a2-fleet-gateway' but the spec", text)
     assert "fix: rename the folder to 'a2-fleet-gateway' or set site: fleet" in text
+
+
+def test_each_secret_is_named_by_its_own_field(root: Path) -> None:
+    """The registry password (image phase) and the webhook URL (drift) each under their own path."""
+    spec = spec_path(root)
+    text = spec.read_text()
+    (ref,) = set(re.findall(r"file:\S+registry_password", text))
+    spec.write_text(text.replace(ref, "env:SITE_REGISTRY_PASSWORD"))
+    result = validate_file(spec)
+    assert result.spec is not None
+    found = controller_findings(result.spec, spec.parent, ["image", "drift"], environ={})
+    assert [(f.path, f.code) for f in found] == [
+        (("image", "registry", "password"), "secret"),
+        (("drift", "outputs", 1, "url"), "secret"),
+    ]
+    assert found[0].message.startswith("env:SITE_REGISTRY_PASSWORD does not resolve: the environment")
