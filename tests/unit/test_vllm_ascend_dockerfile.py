@@ -12,12 +12,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.specifiers import SpecifierSet
 
+from orchestrator.catalog import CHIP_NAMES, DEFAULT_RELEASE, RELEASES, get_chip
 from orchestrator.planning.image import DOCKERFILE_ARGS, OPTIONAL_ARGS
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO / "images" / "vllm-ascend" / "Dockerfile"
 UPSTREAM_ARGS_V0_23_0 = REPO / "tests" / "fixtures" / "vllm_ascend" / "dockerfile_v0.23.0_args.txt"
+# vllm-ascend's files at each catalog release (their commits: README.md there)
+UPSTREAM = REPO / "tests" / "data" / "upstream" / "vllm-ascend"
 
 
 def declared_args(text: str) -> set[str]:
@@ -116,10 +120,92 @@ def test_entrypoint_refuses_to_serve_with_an_empty_key(tmp_path: Path, image: st
     key.write_text(content, encoding="utf-8")
     entry = str(REPO / "images" / image / "vllm-entrypoint")
     env = {"PATH": "/usr/bin:/bin", "VLLM_API_KEY_FILE": str(key)}
-    argv = ["sh", entry, "echo", "served"]
+    shebang = Path(entry).read_text(encoding="utf-8").splitlines()[0]
+    argv = [shebang.removeprefix("#!").split()[0], entry, "echo", "served"]  # vllm-ascend's is bash
     out = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     assert out.returncode == 78 and out.stdout == ""
     assert f"{key} is empty; refusing to serve without an API key" in out.stderr
+
+
+def ray_spec(text: str) -> str:
+    match = re.search(r"pip install modelscope '(ray[^']*)'", text)
+    assert match, "no `pip install modelscope 'ray...'` line"
+    return match.group(1)
+
+
+def test_ray_is_installed_in_upstreams_range() -> None:
+    """vllm-ascend's Dockerfile pins Ray to 'ray>=2.47.1,<=2.48.0' (v0.11.0 and later); ours is the default
+    release's range, and every catalog release's own range admits each Ray version ours admits."""
+    ours = ray_spec(DOCKERFILE.read_text(encoding="utf-8"))
+    assert ours == ray_spec((UPSTREAM / DEFAULT_RELEASE / "Dockerfile").read_text(encoding="utf-8"))
+    mine = SpecifierSet(ours.removeprefix("ray"))
+    assert not mine.contains("2.49.0") and mine.contains("2.48.0")
+    for release in RELEASES:
+        theirs = SpecifierSet(ray_spec((UPSTREAM / release.version / "Dockerfile").read_text("utf-8"))[3:])
+        for version in ("2.47.1", "2.48.0", "2.49.0", "3.0.0"):
+            assert not mine.contains(version) or theirs.contains(version), (release.version, version)
+
+
+def soc_snippet(marker: str) -> str:
+    """The `case "${SOC_VERSION,,}" ...; esac` of the Dockerfile line that contains marker."""
+    for line in DOCKERFILE.read_text(encoding="utf-8").splitlines():
+        if "SOC_VERSION,," in line and marker in line:
+            match = re.search(r"(case \"\$\{SOC_VERSION,,\}\" in .*?esac)", line)
+            assert match, line
+            return match.group(1)
+    raise AssertionError(f"no SOC_VERSION case with {marker!r} in the Dockerfile")
+
+
+def run_snippet(snippet: str, soc: str, tmp_path: Path) -> tuple[str, str]:
+    """Runs snippet under bash with SOC_VERSION=soc and a python3 that logs its argv; (log, stdout)."""
+    log = tmp_path / f"python3-{soc}.log"
+    fake = tmp_path / "bin" / "python3"
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\n', encoding="utf-8")
+    fake.chmod(0o755)
+    env = {"PATH": f"{fake.parent}:/usr/bin:/bin", "SOC_VERSION": soc}
+    out = subprocess.run(
+        ["bash", "-c", snippet + '; echo "${clang-}"'], env=env, capture_output=True, text=True, check=True
+    )
+    return (log.read_text(encoding="utf-8") if log.exists() else ""), out.stdout.strip()
+
+
+def test_300i_duo_images_drop_triton_ascend_as_dockerfile_310p_does(tmp_path: Path) -> None:
+    """Dockerfile.310p (v0.21.0rc1 and later, pull request 9249) uninstalls triton-ascend and triton after
+    vllm-ascend; the A2/A3 Dockerfiles keep triton-ascend. Our one Dockerfile does it for SOC_VERSION 310P."""
+    upstream = (UPSTREAM / DEFAULT_RELEASE / "Dockerfile.310p").read_text(encoding="utf-8")
+    after_install = r"pip install -e /vllm-workspace/vllm-ascend/.*\n\s*python3 -m pip uninstall -y ([^&]+)&&"
+    match = re.search(after_install, upstream)
+    assert match, "Dockerfile.310p no longer uninstalls after installing vllm-ascend"
+    removed = match.group(1).split()
+    assert "triton-ascend" in removed
+    snippet = soc_snippet("pip uninstall")
+    for chip in CHIP_NAMES:
+        soc = get_chip(chip).soc_version
+        log, _ = run_snippet(snippet, soc, tmp_path)
+        if get_chip(chip).family == "310p":
+            assert log.split() == ["-m", "pip", "uninstall", "-y", *removed], (soc, log)
+        else:
+            assert log == "", (soc, log)
+
+
+def test_clang_for_triton_ascend_as_upstream_installs_it(tmp_path: Path) -> None:
+    """Dockerfile (A2), Dockerfile.a3: apt clang-15 + update-alternatives to /usr/bin/clang;
+    Dockerfile.openEuler: yum clang; Dockerfile.310p (no triton-ascend): none."""
+    ours = DOCKERFILE.read_text(encoding="utf-8")
+    a2 = (UPSTREAM / DEFAULT_RELEASE / "Dockerfile").read_text(encoding="utf-8")
+    for alternative in re.findall(r"update-alternatives --install \S+ \S+ \S+ \d+", a2):
+        assert alternative in ours, alternative
+    assert re.search(r"apt-get install -y [^&]*\bclang-15\b", a2)
+    assert re.search(r"apt-get install -y [^&]*\$\{clang:\+clang-15\}", ours)
+    openeuler = (UPSTREAM / DEFAULT_RELEASE / "Dockerfile.openEuler").read_text(encoding="utf-8")
+    assert re.search(r"yum install -y [^&]*\bclang\b", openeuler)
+    assert re.search(r"yum install -y [^&]*\$\{clang\}", ours)
+    assert "clang" not in (UPSTREAM / DEFAULT_RELEASE / "Dockerfile.310p").read_text(encoding="utf-8")
+    snippet = soc_snippet('clang=""')
+    for chip in CHIP_NAMES:
+        _, clang = run_snippet(snippet, get_chip(chip).soc_version, tmp_path)
+        assert clang == ("" if get_chip(chip).family == "310p" else "clang"), chip
 
 
 def test_hadolint_is_clean() -> None:
