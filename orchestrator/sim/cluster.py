@@ -213,7 +213,12 @@ def _create_server(cli: Any, root: Path, state: ClusterState, server: SimServer)
                 "/etc/ssh/ssh_host_ed25519_key.pub": (hostkey.with_suffix(".pub").read_bytes(), 0o644),
                 "/root/.ssh/authorized_keys": ((cdir / "id_ed25519.pub").read_bytes(), 0o600),
                 "/var/lib/ascend-sim/hardware.json": (
-                    json.dumps(hardware_json(state.profile, server), indent=2).encode(),
+                    json.dumps(
+                        hardware_json(
+                            state.profile, server, current_firmware=server.name in state.factory_current()
+                        ),
+                        indent=2,
+                    ).encode(),
                     0o644,
                 ),
             }
@@ -274,6 +279,8 @@ def _check_shape(wanted: ClusterState) -> None:
             f"--span {wanted.span} does not fit {wanted.nodes} x {wanted.profile}. Fix: give 1 to --nodes "
             "servers, and 1 for profiles that put several replicas on one server."
         )
+    if not 0 <= wanted.current_firmware <= wanted.nodes:
+        raise SimError(f"--current-firmware {wanted.current_firmware}: give 0 to --nodes ({wanted.nodes}).")
     layouts = spec_writer.LAYOUTS
     if wanted.layout not in layouts:
         raise SimError(f"Unknown layout '{wanted.layout}'. Fix: use one of {', '.join(layouts)}.")
