@@ -61,7 +61,7 @@ def _same(a: Any, b: Any) -> bool:
     """Versions by meaning, as validation and the roles compare them (the portal's 25.0.RC1 is the
     25.0.rc1 that version.info and npu-smi print)."""
     if a is None or b is None:
-        return a == b
+        return a is None and b is None
     try:
         return Version(str(a)) == Version(str(b))
     except ValueError:
