@@ -120,6 +120,14 @@ def up(
             "hosts' Docker (no registry). --no-image-base: the cluster builds no image (saves seconds).",
         ),
     ] = True,
+    current_firmware: Annotated[
+        int,
+        typer.Option(
+            metavar="N",
+            help="The last N NPU servers ship with the spec's firmware already flashed at the factory (no "
+            "firmware version.info); the others with an older one.",
+        ),
+    ] = 0,
     name: NameOpt = DEFAULT_NAME,
 ) -> None:
     """Bring the cluster up and write inventories/<name>/site.yaml; running it again changes nothing."""
@@ -128,6 +136,7 @@ def up(
 
     started = time.monotonic()
     wanted = ClusterState(name, profile.value, nodes, gateway, monitoring, span, layout.value)
+    wanted.current_firmware = current_firmware
     changes = _run(lambda: cluster.up(_root(), wanted, _say, image_base=image_base))
     out = console()
     for change in changes:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from orchestrator.catalog import pair_problem
+from orchestrator.catalog.version import Version
 from orchestrator.doctor.live_finding import Facts, Finding, LiveCheck, Status, expect, npu
 
 FIX_FILES = (
@@ -56,11 +57,22 @@ def check_files(host: str, facts: Facts) -> list[Finding]:
     return [Finding(host, "version-files", Status.ok, f"driver version.info says {driver.get('version')}")]
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Versions by meaning, as validation and the roles compare them (the portal's 25.0.RC1 is the
+    25.0.rc1 that version.info and npu-smi print)."""
+    if a is None or b is None:
+        return a is None and b is None
+    try:
+        return Version(str(a)) == Version(str(b))
+    except ValueError:
+        return str(a) == str(b)
+
+
 def _version(host: str, name: str, want: Any, installed: Any, active: Any) -> Finding:
     if want is None:
         return Finding(host, name, Status.ok, f"installed {installed}, active {active} (the spec names none)")
     seen = f"the spec wants {want}; installed {installed or 'none'}, active {active or 'unknown'}"
-    if installed != want or (active is not None and active != want):
+    if not _same(installed, want) or (active is not None and not _same(active, want)):
         return Finding(host, name, Status.fail, seen, FIX_VERSION)
     return Finding(host, name, Status.ok, seen)
 

@@ -50,6 +50,12 @@ def _package(pkg: PackageSource) -> dict[str, Any]:
     }
 
 
+def _hdk_package(pkg: PackageSource) -> dict[str, Any]:
+    """A driver or firmware package, its version as the host prints it (the portal's 25.0.RC1 is 25.0.rc1
+    in version.info and npu-smi)."""
+    return {**_package(pkg), "version": pkg.version.lower()}
+
+
 def _groups(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     children: dict[str, Any] = {}
     children["npu"] = {"hosts": dict.fromkeys(hosts_with_role(spec, "npu"))}
@@ -267,8 +273,8 @@ def _npu_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     sw = spec.software
     hccn = spec.network.hccn
     return {
-        "npu_driver_package": _package(sw.driver),
-        "npu_firmware_package": _package(sw.firmware),
+        "npu_driver_package": _hdk_package(sw.driver),
+        "npu_firmware_package": _hdk_package(sw.firmware),
         "npu_cann_package": _package(sw.cann) if sw.cann else None,
         **_drivers_vars(spec),
         **_host_tuning_vars(spec, plan),

@@ -205,6 +205,7 @@ def _create_server(cli: Any, root: Path, state: ClusterState, server: SimServer)
     cdir = cluster_dir(root, state.name)
     hostkey = host_key(cdir, server.name)
     ctr = create_server(cli, root, state, server)
+    hw = hardware_json(state.profile, server, current_firmware=server.name in state.factory_current())
     ctr.put_archive(
         "/",
         _tar(
@@ -212,10 +213,7 @@ def _create_server(cli: Any, root: Path, state: ClusterState, server: SimServer)
                 "/etc/ssh/ssh_host_ed25519_key": (hostkey.read_bytes(), 0o600),
                 "/etc/ssh/ssh_host_ed25519_key.pub": (hostkey.with_suffix(".pub").read_bytes(), 0o644),
                 "/root/.ssh/authorized_keys": ((cdir / "id_ed25519.pub").read_bytes(), 0o600),
-                "/var/lib/ascend-sim/hardware.json": (
-                    json.dumps(hardware_json(state.profile, server), indent=2).encode(),
-                    0o644,
-                ),
+                "/var/lib/ascend-sim/hardware.json": (json.dumps(hw, indent=2).encode(), 0o644),
             }
         ),
     )
@@ -274,6 +272,8 @@ def _check_shape(wanted: ClusterState) -> None:
             f"--span {wanted.span} does not fit {wanted.nodes} x {wanted.profile}. Fix: give 1 to --nodes "
             "servers, and 1 for profiles that put several replicas on one server."
         )
+    if not 0 <= wanted.current_firmware <= wanted.nodes:
+        raise SimError(f"--current-firmware {wanted.current_firmware}: give 0 to --nodes ({wanted.nodes}).")
     layouts = spec_writer.LAYOUTS
     if wanted.layout not in layouts:
         raise SimError(f"Unknown layout '{wanted.layout}'. Fix: use one of {', '.join(layouts)}.")

@@ -2,12 +2,17 @@
 HDK packages (orchestrator.sim.packages): a POSIX sh header, the line `__ARCHIVE__`, then a gzip tar
 payload whose SHA256 the header checks before it extracts anything.
 
-`--install --install-scene=docker` (../shared/reference/ascend-host.md, "Ascend Docker Runtime
-(MindCluster)") puts /usr/local/Ascend/Ascend-Docker-Runtime/{ascend-docker-runtime, ascend-docker-hook}
-and /etc/ascend-docker-runtime.d/base.list under ${ASCEND_SIM_ROOT:-/}, and logs every run to
-/var/log/ascend-docker-runtime/installer.log (so tests can prove whether it ran). The fake runtime hands
-every call to runc, so a Docker engine can start with it registered. It does not edit daemon.json (the real
-installer does; the container_runtime role writes daemon.json itself afterwards)."""
+`--install --install-scene=docker` puts /usr/local/Ascend/Ascend-Docker-Runtime/{ascend-docker-runtime,
+ascend-docker-hook} and /etc/ascend-docker-runtime.d/base.list under ${ASCEND_SIM_ROOT:-/}, and logs every
+run to /var/log/ascend-docker-runtime/installer.log (so tests can prove whether it ran). The fake runtime
+hands every call to runc, so a Docker engine can start with it registered. It does not edit daemon.json
+(the real installer does; the container_runtime role writes daemon.json itself afterwards).
+
+Like MindCluster v26.1.0 and later (github.com/Ascend/mind-cluster
+component/ascend-docker-runtime/build/scripts/run_main.sh at v26.1.0, check_eula), --install first asks
+"Do you accept the EULA to install Ascend-docker-runtime?[Y/N]" and reads stdin until it gets Y or N (at
+the end of the input it keeps asking, as `read -r yn` in that loop does); N exits 0 with nothing installed.
+Success ends with that script's line "[INFO] ascend-docker-runtime install success"."""
 
 from __future__ import annotations
 
@@ -59,6 +64,16 @@ case "$scene" in
   "") echo "[ERROR]: give --install-scene=docker|containerd|crio|isula" >&2; exit 1 ;;
   *) echo "[ERROR]: the simulated package installs the docker scene only, not $scene" >&2; exit 1 ;;
 esac
+echo "Do you accept the EULA to install Ascend-docker-runtime?[Y/N]"
+while true; do
+  read -r yn
+  case "$yn" in
+    [Yy]) echo "[INFO] user accepted EULA"; break ;;
+    [Nn]) echo "[INFO] install cancelled, user declined EULA"; exit 0 ;;
+    *) echo "Do you accept the EULA to install Ascend-docker-runtime?[Y/N]" ;;
+  esac
+done
+echo "[INFO] installing ascend-docker-runtime"
 dir=$(mktemp -d "${{TMPDIR:-/tmp}}/adr.XXXXXX") || exit 1
 trap 'rm -rf "$dir"' EXIT
 payload | tar xzf - -C "$dir" || {{ echo "Extraction failed." >&2; exit 1; }}
@@ -66,7 +81,7 @@ mkdir -p "$root{install_dir}" "$root$(dirname {base_list})" || exit 1
 install -m 0755 "$dir/ascend-docker-runtime" "$dir/ascend-docker-hook" "$root{install_dir}/" || exit 1
 install -m 0644 "$dir/base.list" "$root{base_list}" || exit 1
 echo "install ok {version}" >> "$root{log}"
-echo "[INFO]: Ascend Docker Runtime install success"
+echo "[INFO] ascend-docker-runtime install success"
 exit 0
 """
 

@@ -89,8 +89,10 @@ PROFILES = {
 }
 
 
-def hardware_json(profile: str, server: SimServer) -> dict[str, Any]:
-    """/var/lib/ascend-sim/hardware.json (docs/simulator.md); servers without NPUs get 0 cards."""
+def hardware_json(profile: str, server: SimServer, *, current_firmware: bool = False) -> dict[str, Any]:
+    """/var/lib/ascend-sim/hardware.json (docs/simulator.md); servers without NPUs get 0 cards.
+    current_firmware: the firmware in flash is already the spec's (FIRMWARE_VERSION), as on a server flashed
+    at the factory with it; it leaves no firmware version.info, like every factory firmware."""
     if not server.npu:
         return {
             "server": server.name, "profile": None, "chip": None, "npu_smi_name": None, "cards": 0,
@@ -110,7 +112,7 @@ def hardware_json(profile: str, server: SimServer) -> dict[str, Any]:
         "pci_device_id": chip.pci_device_id,
         "bus_ids": list(prof.bus_ids),
         "product": chip.product,
-        "firmware_version": FACTORY_FIRMWARE,
+        "firmware_version": FIRMWARE_VERSION if current_firmware else FACTORY_FIRMWARE,
         "arch": ARCH,
         "cpus": prof.cpus,
         "numa_nodes": prof.numa_nodes,

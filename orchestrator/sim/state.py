@@ -35,6 +35,13 @@ class ClusterState:
     layout: str = "default"  # replica layout of the spec (spec_writer.LAYOUTS)
     servers: list[SimServer] = field(default_factory=list)
     image: str = ""
+    # the last N NPU servers ship with the spec's firmware already in flash (flashed at the factory: no
+    # firmware version.info), the others with the older spec_writer.FACTORY_FIRMWARE
+    current_firmware: int = 0
+
+    def factory_current(self) -> set[str]:
+        npu = [s.name for s in self.servers if s.npu]
+        return set(npu[len(npu) - self.current_firmware :]) if self.current_firmware else set()
 
     def same_shape(self, other: ClusterState) -> bool:
         return self.describe() == other.describe()
@@ -45,7 +52,8 @@ class ClusterState:
         )
         span = f", first replica on {self.span} servers" if self.span > 1 else ""
         layout = f", layout {self.layout}" if self.layout != "default" else ""
-        return f"{self.nodes} x {self.profile}{span}{layout}{extra}"
+        fw = f", {self.current_firmware} with current factory firmware" if self.current_firmware else ""
+        return f"{self.nodes} x {self.profile}{span}{layout}{fw}{extra}"
 
 
 def container_name(cluster: str, server: str) -> str:

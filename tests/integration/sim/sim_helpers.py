@@ -41,12 +41,17 @@ def site_config(root: Path, inventory: Path | str) -> dict[str, str]:
 
 
 def ansible_playbook(
-    root: Path, inventory: Path | str, playbook: str, *args: str, timeout: float = 1200
+    root: Path,
+    inventory: Path | str,
+    playbook: str,
+    *args: str,
+    timeout: float = 1200,
+    env_extra: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`ANSIBLE_CONFIG=<inventory dir>/ansible.cfg ansible-playbook -i INVENTORY playbooks/PLAYBOOK ARGS`
-    from the scratch root."""
+    from the scratch root (env_extra: more environment, e.g. another fact cache)."""
     argv = [str(BIN / "ansible-playbook"), "-i", str(inventory), str(REPO / "playbooks" / playbook), *args]
-    env = {**ANSIBLE_ENV, **site_config(root, inventory)}
+    env = {**ANSIBLE_ENV, **site_config(root, inventory), **(env_extra or {})}
     return subprocess.run(
         argv, cwd=root, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )

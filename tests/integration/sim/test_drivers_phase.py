@@ -1,7 +1,9 @@
-"""The preflight and drivers phases on a simulated cluster (2 x Atlas 800T A2), with plain ansible-playbook
-and the rendered inventory: preflight green, fresh converge (driver, then firmware, reboot allowed by the
-spec), a second run changes nothing, check mode after converge reports nothing, a package whose sha256 is
-not the spec's is refused before anything runs, a missing NPU card fails preflight with a fix."""
+"""The preflight and drivers phases on a simulated cluster (2 x Atlas 800T A2; a2-02 ships with the spec's
+firmware already flashed at the factory, which leaves no firmware version.info), with plain
+ansible-playbook and the rendered inventory: preflight green, fresh converge (driver, then firmware, reboot
+allowed by the spec; a2-02 keeps its factory firmware and needs no reboot), a second run changes nothing,
+check mode after converge reports nothing, a package whose sha256 is not the spec's is refused before
+anything runs, a missing NPU card fails preflight with a fix."""
 
 from __future__ import annotations
 
@@ -20,12 +22,15 @@ from tests.integration.sim.sim_helpers import REPO, Sim, ansible_playbook, modul
 pytestmark = pytest.mark.integration
 
 SERVERS = ("a2-01", "a2-02")
+FACTORY_CURRENT = "a2-02"  # `sim up --current-firmware 1`: the last NPU server
 DRIVER, FIRMWARE = "25.5.1", "7.8.0.6.201"  # the sim's packages (orchestrator/sim/spec_writer.py)
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(tmp_path_factory, "drv", "--nodes", "2", "--no-image-base")
+    yield from module_cluster(
+        tmp_path_factory, "drv", "--nodes", "2", "--no-image-base", "--current-firmware", "1"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,12 +70,15 @@ def test_fresh_converge_installs_driver_then_firmware_and_reboots(cluster: Sim, 
     stats = green(proc)
     assert all(s["changed"] > 0 for s in stats.values())
     for server in SERVERS:
+        factory = server == FACTORY_CURRENT  # its firmware was already the spec's: nothing to install
         assert (version_info(cluster, server, "driver"), version_info(cluster, server, "firmware")) == (
             DRIVER,
-            FIRMWARE,
+            "" if factory else FIRMWARE,
         )
-        # the firmware takes effect at boot: the server was rebooted, and npu-smi now runs the new pair
-        assert cluster.exec(server, "cat /var/lib/ascend-sim/boot_id") != boot_ids[server]
+        # the firmware takes effect at boot: the server was rebooted (not the one whose factory firmware
+        # was current: its driver took effect at once), and npu-smi now runs the new pair
+        rebooted = cluster.exec(server, "cat /var/lib/ascend-sim/boot_id") != boot_ids[server]
+        assert rebooted != factory, server
         board = cluster.exec(server, "npu-smi info -t board -i 0")
         assert re.search(rf"Software Version\s*:\s*{re.escape(DRIVER)}\b", board), board
         assert re.search(rf"Firmware Version\s*:\s*{re.escape(FIRMWARE)}\b", board), board
@@ -166,8 +174,8 @@ def test_incompatible_pair_is_refused_before_install(cluster: Sim, site: str) ->
     # the first batch (one server) is refused and the rollout stops there
     failed = {h: s["failed"] for h, s in recap(proc.stdout).items()}
     assert failed == {SERVERS[0]: 1} | dict.fromkeys(SERVERS[1:], 0)
-    for server in SERVERS:
-        assert version_info(cluster, server, "firmware") == FIRMWARE
+    for server in SERVERS:  # the factory firmware leaves no version.info
+        assert version_info(cluster, server, "firmware") == ("" if server == FACTORY_CURRENT else FIRMWARE)
         assert cluster.exec(server, "cat /var/lib/ascend-sim/boot_id") == boot_ids[server]
     for server in SERVERS[:1]:
         line = re.search(rf"(?m)^failed: \[{server}\] \(item=firmware {newer}\) => .*$", proc.stdout)

@@ -126,6 +126,18 @@ def test_version_info_unreadable(served: dict[str, Any]) -> None:
     assert f.fix == live_versions.FIX_FILES
 
 
+def test_rc_versions_compare_by_meaning(served: dict[str, Any]) -> None:
+    """The portal's 25.0.RC1 (a spec, an inventory written by hand) is the host's 25.0.rc1."""
+    facts = copy.deepcopy(served)
+    facts["npu"]["driver"]["version"] = facts["npu"]["active"]["software_version"] = "25.0.rc1"
+    facts["expect"]["driver"] = "25.0.RC1"
+    (f,) = _only(host_findings("a2-01", facts), "driver-version")
+    assert f.status is Status.ok, f.seen
+    facts["expect"]["driver"] = "25.0.RC2"
+    (f,) = _only(host_findings("a2-01", facts), "driver-version")
+    assert f.status is Status.fail, f.seen
+
+
 def test_firmware_version_other_than_the_spec(served: dict[str, Any]) -> None:
     facts = copy.deepcopy(served)
     facts["expect"]["firmware"] = "7.7.0.1.231"

@@ -182,3 +182,31 @@ def pair_check(
         "ok": ok,
         "problems": problems,
     }
+
+
+def wanted_state(
+    driver_version: str | None,
+    firmware_version: str | None,
+    active: dict[str, Any],
+    want_driver: str | None,
+    want_firmware: str | None,
+) -> dict[str, Any]:
+    """Whether a host runs the wanted pair, compared by meaning (same_version: 25.0.RC1 == 25.0.rc1, as the
+    portal and version.info write it). driver_version / firmware_version come from the version.info files,
+    active from the boards (npu-smi info -t board). A firmware flashed at the factory leaves no version.info:
+    then the firmware running from flash is the installed one (firmware_factory true)."""
+    active_drv, active_fw = active.get("software_version"), active.get("firmware_version")
+    installed_fw = firmware_version or active_fw
+    out: dict[str, Any] = {
+        "driver": want_driver,
+        "firmware": want_firmware,
+        "firmware_installed_version": installed_fw,
+        "firmware_factory": not firmware_version and bool(active_fw),
+        "driver_installed": same_version(driver_version, want_driver) if want_driver else None,
+        "driver_active": same_version(active_drv, want_driver) if want_driver else None,
+        "firmware_installed": same_version(installed_fw, want_firmware) if want_firmware else None,
+        "firmware_active": same_version(active_fw, want_firmware) if want_firmware else None,
+    }
+    checks = ("driver_installed", "driver_active", "firmware_installed", "firmware_active")
+    out["current"] = all(out[k] for k in checks) if want_driver and want_firmware else None
+    return out

@@ -29,6 +29,12 @@ options:
     description: Root of the host file system the files and tools are read from (a chroot or image tree).
     type: path
     default: /
+  driver_version:
+    description: The driver version the host should run (the spec's); compared by meaning in C(wanted).
+    type: str
+  firmware_version:
+    description: The firmware version the host should run (the spec's); compared by meaning in C(wanted).
+    type: str
 author: ascend-orchestrator
 """
 
@@ -110,6 +116,13 @@ boot_status:
   description: available, devices (device id -> boot status, 16 = started), all_booted, error.
   returned: always
   type: dict
+wanted:
+  description: The given driver_version / firmware_version held to the host, compared by meaning (25.0.RC1
+    equals 25.0.rc1) - driver_installed, driver_active, firmware_installed (a factory firmware without
+    version.info counts as installed at the version it runs; firmware_factory says so), firmware_active,
+    firmware_installed_version and current (all four; null when a version was not given).
+  returned: always
+  type: dict
 """
 
 import os
@@ -173,6 +186,13 @@ def gather(module: AnsibleModule) -> dict[str, Any]:
         "processes": state["processes"],
         "containers": containers,
         "boot_status": npu_host.boot_status(run, root),
+        "wanted": version_info.wanted_state(
+            driver["version"],
+            firmware["version"],
+            active,
+            module.params["driver_version"],
+            module.params["firmware_version"],
+        ),
     }
 
 
@@ -182,6 +202,8 @@ def main() -> None:
             "boards": {"type": "bool", "default": True},
             "containers": {"type": "bool", "default": True},
             "root": {"type": "path", "default": "/"},
+            "driver_version": {"type": "str"},
+            "firmware_version": {"type": "str"},
         },
         supports_check_mode=True,
     )
