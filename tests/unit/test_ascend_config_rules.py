@@ -75,3 +75,20 @@ def test_malformed_additional_config_is_refused(a3: dict[str, Any], value: str, 
 def test_a_json_object_passes_like_the_speculative_config(a3: dict[str, Any]) -> None:
     a3["serving"]["extra_args"] += ["--additional-config", '{"enable_balance_scheduling": true}']
     assert validate_data(a3).ok
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "replacement"),
+    [
+        ("VLLM_ASCEND_BALANCE_SCHEDULING", "0", {"enable_balance_scheduling": False}),  # "0" -> false
+        ("VLLM_ASCEND_FLASHCOMM2_PARALLEL_SIZE", "2", {"enable_flashcomm2_parallel_size": 2}),  # unchanged
+        ("VLLM_ASCEND_ENABLE_NZ", "0", {"weight_nz_mode": 0}),  # an integer key: 0 stays 0
+        ("VLLM_ASCEND_ENABLE_MLAPO", "yes", {"enable_mlapo": "yes"}),  # not a number: passed as written
+    ],
+)
+def test_the_replacement_converts_as_the_guide_says(
+    a3: dict[str, Any], name: str, value: str, replacement: dict[str, Any]
+) -> None:
+    a3["serving"]["env"] = {name: value}
+    (warn,) = [f for f in validate_data(a3).findings if f.path == ("serving", "env", name)]
+    assert json.loads((warn.fix or "").split("--additional-config '", 1)[1].split("'", 1)[0]) == replacement
