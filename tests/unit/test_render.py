@@ -181,7 +181,7 @@ def test_every_file_starts_with_the_generated_from_header(spec: Path) -> None:
 
 INVALID = {
     "yaml-syntax": lambda t: t.replace("servers: [a2-01, a2-02]", "servers: [a2-01, a2-02"),
-    "unknown-key": lambda t: t.replace("  max_num_seqs: 16", "  max_num_seqs: 16\n  max_num_seq: 16"),
+    "unknown-key": lambda t: t.replace("  max_num_seqs: 8", "  max_num_seqs: 8\n  max_num_seq: 8"),
     "capacity": lambda t: t.replace("servers: [a2-01, a2-02]", "servers: [a2-01]"),
 }
 
@@ -240,7 +240,7 @@ def test_rerender_without_a_server_removes_its_host_vars(tmp_path: Path) -> None
 
 
 def _changed_pair() -> ValidationResult:
-    text = PAIR.read_text(encoding="utf-8").replace("max_num_seqs: 16", "max_num_seqs: 12")
+    text = PAIR.read_text(encoding="utf-8").replace("max_num_seqs: 8", "max_num_seqs: 12")
     return _valid_text(text)
 
 
