@@ -176,3 +176,12 @@ def test_kv_int8_on_an_unquantized_model_is_refused(single: dict) -> None:
     single["serving"]["kv_cache_dtype"] = "int8"
     (err,) = [f for f in validate_data(single).errors if f.code == "kv-cache"]
     assert err.path == ("serving", "kv_cache_dtype") and "kv_cache_dtype: auto" in (err.fix or "")
+
+
+def test_a_layout_that_wastes_the_servers_says_so(pair: dict) -> None:
+    # R1 fits on the two A2 servers with expert parallelism; without it every DP rank holds all experts
+    pair["serving"]["parallelism"]["ep"] = False
+    (err,) = [f for f in validate_data(pair).errors if f.code == "capacity"]
+    assert err.path == ("serving", "parallelism")
+    assert "fits on 2 Atlas 800T A2 server(s), but with tp=4 pp=1 dp=4 ep=False" in err.message
+    assert err.fix == "enable expert parallelism (ep: true) so experts are split across all devices"
