@@ -42,6 +42,7 @@ class ChipFacts:
     usable_memory_gib: tuple[tuple[int, float], ...] = ()
     hccl_op_expansion_modes: tuple[str, ...] = ("HOST",)
     hccl_op_expansion_default: str = "HOST"
+    hccl_aiv_one_server: bool = False  # AIV AlltoAllV within one server only (A2): no AIV across servers
     confidence: Confidence = "sourced"
     inferred_fields: tuple[str, ...] = ()
 
@@ -125,6 +126,7 @@ def _chip(row: Row) -> ChipFacts:
         usable_memory_gib=_usable(row),
         hccl_op_expansion_modes=row.texts("hccl_op_expansion_modes"),
         hccl_op_expansion_default=row.choice("hccl_op_expansion_default", HCCL_OP_EXPANSION_MODES),
+        hccl_aiv_one_server=row.flag("hccl_aiv_one_server"),
         confidence=row.confidence(),
         inferred_fields=row.texts("inferred_fields", allow_empty=True, default=[]),
     )

@@ -59,7 +59,7 @@ PLAN_FIELDS: Mapping[str, str] = MappingProxyType(
         "headless": "serving.replicas[].servers (the replica layout)",
         "data_parallel_size_local": "serving.replicas[].servers (the replica layout)",
         "data_parallel_start_rank": "serving.replicas[].servers (the replica layout)",
-        "data_parallel_address": "serving.replicas[].servers (the head server's address)",
+        "data_parallel_address": "serving.replicas[].servers (the head server's HCCL_IF_IP)",
         "data_parallel_rpc_port": "serving.dp_rpc_port",
         # not rendered, but each contradicts the layout the plan renders (ranks, nodes, devices, endpoint)
         "data_parallel_rank": "serving.replicas[].servers (the plan gives each server its DP ranks)",
@@ -130,15 +130,27 @@ def api_args(host: str, port: int, served: str) -> list[str]:
 
 
 def dp_args(*, local: int, start_rank: int, head_address: str, rpc_port: int, headless: bool) -> list[str]:
+    """head_address: the head's HCCL_IF_IP (overrides.hccl_if_ip, else its address): vllm-ascend's DeepSeek-R1
+    tutorial @v0.23.0 (docs/source/tutorials/models/DeepSeek-R1.md, 5.2): "--data-parallel-address ... must be
+    consistent with `local_ip` set on Node 0", the address it also exports as HCCL_IF_IP."""
     args = ["--data-parallel-size-local", str(local)]
     if headless:
         args = ["--headless", *args, "--data-parallel-start-rank", str(start_rank)]
     return [*args, "--data-parallel-address", head_address, "--data-parallel-rpc-port", str(rpc_port)]
 
 
-def op_expansion_mode(hccl: Hccl, chip: ChipFacts) -> str:
-    """HCCL_OP_EXPANSION_MODE: the spec's value, else the chip's default (A2/A3 AIV, 300I Duo HOST)."""
-    return hccl.op_expansion_mode or chip.hccl_op_expansion_default
+def op_expansion_mode(hccl: Hccl, chip: ChipFacts, servers: int) -> str | None:
+    """HCCL_OP_EXPANSION_MODE: the spec's value, else the chip's default (A2/A3 AIV, 300I Duo HOST); None (not
+    set: CANN's default, HOST) for a replica over several A2 servers. The CANN reference runs AIV AlltoAllV
+    -- expert parallelism's dispatch -- within one server only on Atlas A2 (hiascend.com/document/detail/zh/
+    canncommercial/850/maintenref/envvar/envref_07_0096.html), and vllm-ascend's two-A2 DeepSeek-R1 recipe
+    leaves it unset (docs/source/tutorials/models/DeepSeek-R1.md @v0.23.0, 5.2); A3 runs AIV across the
+    servers of a supernode (CANN 9.0 reference, same page)."""
+    if hccl.op_expansion_mode is not None:
+        return hccl.op_expansion_mode
+    if servers > 1 and chip.hccl_aiv_one_server:
+        return None
+    return chip.hccl_op_expansion_default
 
 
 def member_env(
@@ -152,6 +164,7 @@ def member_env(
     ray: bool,
     extra: dict[str, str],
     base_port: int | None = None,
+    servers: int = 1,
 ) -> list[tuple[str, str]]:
     # The container is given only the member's /dev/davinciN (vllm_serve role): inside it the runtime numbers
     # them 0..n-1 (logical IDs, CANN runtime API "Relationships Between the User Device ID, Logical Device ID,
@@ -165,7 +178,9 @@ def member_env(
         env["HCCL_BUFFSIZE"] = str(hccl.buffsize_mb)
         env["HCCL_CONNECT_TIMEOUT"] = str(hccl.connect_timeout_s)
         env["HCCL_EXEC_TIMEOUT"] = str(hccl.exec_timeout_s)
-        env["HCCL_OP_EXPANSION_MODE"] = op_expansion_mode(hccl, chip)
+        mode = op_expansion_mode(hccl, chip, servers)
+        if mode is not None:
+            env["HCCL_OP_EXPANSION_MODE"] = mode
         if hccl.intra_pcie_enable is not None:
             env["HCCL_INTRA_PCIE_ENABLE"] = "1" if hccl.intra_pcie_enable else "0"
         if hccl.intra_roce_enable is not None:

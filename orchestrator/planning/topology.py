@@ -222,7 +222,7 @@ def plan_replica(
                 args += serve_args.dp_args(
                     local=layout.dp_local,
                     start_rank=rank * layout.dp_local,
-                    head_address=str(head.address),
+                    head_address=head_ip,
                     rpc_port=spec.serving.dp_rpc_port,
                     headless=headless,
                 )
@@ -237,6 +237,7 @@ def plan_replica(
             ray=ray,
             extra=spec.serving.env,
             base_port=ports.get((replica.name, member.name)),
+            servers=len(members),
         )
         role: MemberRole = "head" if not headless else ("ray-worker" if ray else "headless")
         ray_start: list[str] = []

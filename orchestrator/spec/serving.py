@@ -20,14 +20,19 @@ class Hccl(SpecModel):
     """HCCL environment for multi-device replicas (see vllm-ascend multi-node docs)."""
 
     buffsize_mb: int = Field(200, ge=50, le=4096, description="HCCL_BUFFSIZE in MB (DeepSeek: 200-1024).")
-    # Upper bounds from the CANN environment variable reference (hiascend.com, envref_07_0077 and _0078):
-    # HCCL_CONNECT_TIMEOUT takes [120, 7200] s, HCCL_EXEC_TIMEOUT [0, 2147483647] s on Atlas A2/A3.
-    connect_timeout_s: int = Field(120, ge=10, le=7200, description="HCCL_CONNECT_TIMEOUT.")
+    # Bounds from the CANN environment variable reference: HCCL_CONNECT_TIMEOUT "取值范围[120,7200]" s
+    # (hiascend.com/document/detail/zh/canncommercial/850/maintenref/envvar/envref_07_0149.html),
+    # HCCL_EXEC_TIMEOUT [0, 2147483647] s on Atlas A2/A3 (envref_07_0078).
+    connect_timeout_s: int = Field(
+        120, ge=120, le=7200, description="HCCL_CONNECT_TIMEOUT in s; CANN accepts 120-7200."
+    )
     exec_timeout_s: int = Field(1836, ge=60, le=2147483647, description="HCCL_EXEC_TIMEOUT.")
     op_expansion_mode: Literal["AIV", "AI_CPU", "HOST"] | None = Field(
         None,
-        description="HCCL_OP_EXPANSION_MODE; null: the chip's default (Atlas A2/A3: AIV; 300I Duo: HOST, "
-        "which supports only AI_CPU and HOST).",
+        description="HCCL_OP_EXPANSION_MODE; null: the chip's default (Atlas A2: AIV on one server, left "
+        "unset -- CANN's HOST -- for a replica over several servers, where CANN runs AIV AlltoAllV on one "
+        "server only; A3: AIV, which also accepts AI_CPU; 300I Duo: HOST, which accepts only AI_CPU and "
+        "HOST).",
     )
     intra_pcie_enable: bool | None = Field(None, description="HCCL_INTRA_PCIE_ENABLE (2-node A2 recipes: 1).")
     intra_roce_enable: bool | None = Field(None, description="HCCL_INTRA_ROCE_ENABLE (2-node A2 recipes: 0).")

@@ -25,6 +25,7 @@ from orchestrator.planning.serve_args import PLAN_FIELDS
 from orchestrator.spec.common import SECRET_NAME
 from orchestrator.spec.findings import Finding, SpecPath, error, warning
 from orchestrator.spec.site import SiteSpec
+from orchestrator.validation.ascend_config import additional_config_problem
 from orchestrator.validation.software import release_of
 
 CODE = "vllm-args"
@@ -129,6 +130,11 @@ def _known(
             "secret",
         )
         return
+    if option.dest == "additional_config" and use.key is None and use.values:
+        found = additional_config_problem(use.values[0])
+        if found is not None:
+            yield error(path, found[0], found[1], CODE)
+            return
     bad = use.problem or use.late_problem
     if option.dest in owned:
         field = owned[option.dest]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from orchestrator.catalog import get_chip
 from orchestrator.planning.resolve import lookup_model
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
@@ -32,6 +33,36 @@ def _hccl_mode(spec: SiteSpec) -> Iterator[Finding]:
                 f"set one of {', '.join(chip.hccl_op_expansion_modes)}",
                 "hccl",
             )
+    if mode == "AIV":
+        yield from _aiv_across_servers(spec)
+
+
+def _aiv_across_servers(spec: SiteSpec) -> Iterator[Finding]:
+    """AIV on a replica over several A2 servers: the CANN reference runs AIV AlltoAllV (expert parallelism's
+    dispatch) within one server only on Atlas A2 (hiascend.com/document/detail/zh/canncommercial/850/
+    maintenref/envvar/envref_07_0096.html)."""
+    servers = {s.name: s for s in spec.servers}
+    for rep in spec.serving.replicas:
+        head = servers.get(rep.servers[0])
+        if len(set(rep.servers)) < 2 or head is None or head.profile not in spec.profiles:
+            continue
+        chip = get_chip(spec.profiles[head.profile].chip)
+        if not chip.hccl_aiv_one_server:
+            continue
+        ep = (rep.parallelism or spec.serving.parallelism).ep
+        what = (
+            f"replica '{rep.name}' spans {len(set(rep.servers))} {chip.product} servers"
+            + (" with expert parallelism" if ep else "")
+        )
+        message = (
+            f"HCCL_OP_EXPANSION_MODE=AIV: {what}, and CANN runs AIV AlltoAllV on {chip.product} within one "
+            "server only"
+        )
+        fix = "remove op_expansion_mode (the plan then leaves CANN's default, HOST, as vllm-ascend's "
+        fix += "two-node recipe does) or set HOST"
+        path = ("serving", "hccl", "op_expansion_mode")
+        yield error(path, message, fix, "hccl") if ep else warning(path, message, fix, "hccl")
+        return
 
 
 def _kv_int8(spec: SiteSpec) -> Iterator[Finding]:

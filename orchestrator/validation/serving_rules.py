@@ -9,7 +9,7 @@ from orchestrator.planning.serve_args import DERIVED_ENV
 from orchestrator.spec.common import SECRET_NAME
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
-from orchestrator.validation import extra_args
+from orchestrator.validation import ascend_config, extra_args
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REF = re.compile(r"^(env:[A-Za-z_][A-Za-z0-9_]*|file:\S.*)$")
@@ -22,6 +22,7 @@ _NOT_REAL_ENV = {
 def check(spec: SiteSpec) -> Iterator[Finding]:
     s = spec.serving
     yield from extra_args.check(spec)
+    yield from ascend_config.check(spec)
     for key, value in s.env.items():
         epath = ("serving", "env", key)
         if not _ENV_NAME.match(key):

@@ -15,8 +15,8 @@ from orchestrator.spec.findings import Finding, Related, SpecPath, error
 from orchestrator.spec.hardware import Server
 from orchestrator.spec.site import SiteSpec
 
-_SERVING_ROLE = "an NPU server's address is also its serving address (vLLM --host, data-parallel address, "
-_SERVING_ROLE += "default HCCL_IF_IP)"
+_SERVING_ROLE = "an NPU server's address is also its serving address (vLLM --host; unless "
+_SERVING_ROLE += "overrides.hccl_if_ip is set, HCCL_IF_IP and the data-parallel address)"
 
 
 def check(spec: SiteSpec) -> Iterator[Finding]:

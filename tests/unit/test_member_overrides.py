@@ -70,6 +70,38 @@ def test_without_override_hccl_if_ip_is_the_management_address() -> None:
     assert (env["a2-01"]["HCCL_IF_IP"], env["a2-02"]["HCCL_IF_IP"]) == ("10.0.0.11", "10.0.0.12")
 
 
+TUTORIAL = (
+    Path(__file__).resolve().parents[1]
+    / "data/upstream/vllm-ascend/v0.23.0/docs/source/tutorials/models/DeepSeek-R1.md"
+)
+
+
+def _argv(text: str) -> dict[str, list[str]]:
+    result = check(text)
+    assert result.ok, printed(result)
+    out: dict[str, list[str]] = {}
+    for rel, body in render_texts(result).items():
+        if rel.startswith("host_vars/"):
+            for inst in yaml.safe_load(body)["vllm_serve_instances"]:
+                out[Path(rel).stem] = [str(a) for a in inst["args"]]
+    return out
+
+
+def test_dp_address_is_the_heads_hccl_if_ip() -> None:
+    # The tutorial's two nodes: node 0 passes --data-parallel-address $local_ip and exports
+    # HCCL_IF_IP=$local_ip; node 1 passes $node0_ip, "same as the local_IP address in node 0".
+    nodes = TUTORIAL.read_text(encoding="utf-8").split("### 5.2", 1)[1].split("::::{tab-item} Node 1", 1)
+    assert "export HCCL_IF_IP=$local_ip" in nodes[0] and "--data-parallel-address $local_ip" in nodes[0]
+    assert 'node0_ip="xxxx" # same as the local_IP address in node 0' in nodes[1]
+    assert "--data-parallel-address $node0_ip" in nodes[1]
+    text = _spec(first="\n    overrides: {hccl_if_ip: 10.9.0.11}")
+    env, argv = _env(text), _argv(text)
+    for server in ("a2-01", "a2-02"):
+        args = argv[server]
+        # was 10.0.0.11, the head's management address, while HCCL_IF_IP was 10.9.0.11
+        assert args[args.index("--data-parallel-address") + 1] == env["a2-01"]["HCCL_IF_IP"] == "10.9.0.11"
+
+
 SOCKETS = ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
 
 

@@ -3,6 +3,7 @@ kernel, irqbalance only when IRQs are pinned."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,15 @@ from orchestrator.catalog import chips_of_family
 from orchestrator.render.inventory import inventory_files
 from tests.helpers import validate_data
 
-HCCL_TABLE = Path(__file__).resolve().parents[1] / "fixtures" / "ascend" / "hccl_op_expansion_mode.txt"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ascend"
+HCCL_TABLE = FIXTURES / "hccl_op_expansion_mode.txt"
+A3_TEXT = FIXTURES / "hccl_op_expansion_mode_a3.txt"  # CANN 9.0 reference, Atlas A3 part
+A2_AIV_TEXT = FIXTURES / "hccl_op_expansion_mode_a2_aiv.txt"
+CONNECT_TEXT = FIXTURES / "hccl_connect_timeout.txt"
+TUTORIAL = (
+    Path(__file__).resolve().parents[1]
+    / "data/upstream/vllm-ascend/v0.23.0/docs/source/tutorials/models/DeepSeek-R1.md"
+)
 MODES = ("AIV", "AI_CPU", "HOST")
 
 
@@ -41,9 +50,65 @@ def test_catalog_modes_follow_the_cann_table() -> None:
         }
 
 
-def test_default_mode_is_per_chip(pair: dict[str, Any], duo: dict[str, Any]) -> None:
-    assert _hccl_env(pair) == {"AIV"}
+def _a3_modes() -> tuple[set[str], str]:
+    """Modes the CANN 9.0 reference lists for Atlas A3 (items 'MODE:' or 'MODE(默认值):'), and the default."""
+    listed = re.findall(r"^    • (AIV|AI_CPU|HOST)(\(默认值\))?:", A3_TEXT.read_text(encoding="utf-8"), re.M)
+    (default,) = [mode for mode, mark in listed if mark]
+    return {mode for mode, _ in listed}, default
+
+
+def test_a3_modes_follow_the_cann_9_reference(a3: dict[str, Any]) -> None:
+    modes, cann_default = _a3_modes()
+    assert modes == {"AI_CPU", "AIV"} and cann_default == "AI_CPU"
+    for chip in chips_of_family("910_93"):
+        assert set(chip.hccl_op_expansion_modes) == modes  # refused AI_CPU, accepted HOST before
+        assert "hccl_op_expansion_modes" not in chip.inferred_fields
+    a3["serving"]["hccl"] = {"op_expansion_mode": "AI_CPU"}
+    assert _hccl_env(a3) == {"AI_CPU"}
+    a3["serving"]["hccl"] = {"op_expansion_mode": "HOST"}
+    (err,) = [f for f in validate_data(a3).errors if f.code == "hccl"]
+    assert "not supported on Atlas 800T A3 (910_93); it accepts AI_CPU, AIV" in err.message
+    # AIV across the servers of a supernode is in the A3 reference: one server or several, AIV stays
+    assert "超节点内的单机/多机通信" in A3_TEXT.read_text(encoding="utf-8")
+    assert all(not chip.hccl_aiv_one_server for chip in chips_of_family("910_93"))
+
+
+def test_default_mode_is_per_chip_and_topology(
+    pair: dict[str, Any], duo: dict[str, Any], single: dict[str, Any]
+) -> None:
+    # CANN: on A2, AIV AlltoAllV runs within one server only; the two-A2 recipe leaves the variable unset.
+    assert "针对AlltoAllV、AlltoAllVC算子,仅支持单机场景" in A2_AIV_TEXT.read_text(encoding="utf-8")
+    node0 = TUTORIAL.read_text(encoding="utf-8").split("### 5.2", 1)[1].split("vllm serve", 1)[0]
+    assert "HCCL_OP_EXPANSION_MODE" not in node0
+    assert _hccl_env(pair) == {""}  # was AIV on both servers of the EP replica
     assert _hccl_env(duo) == {"HOST"}  # was AIV, which the 300I Duo does not support
+    assert _hccl_env(single) == {"AIV"}  # one A2 server: AIV, as vllm-ascend's tuning guide sets it
+
+
+def test_aiv_on_a_two_server_a2_replica_is_refused(pair: dict[str, Any]) -> None:
+    pair["serving"]["hccl"] = {"op_expansion_mode": "AIV"}
+    (err,) = [f for f in validate_data(pair).errors if f.code == "hccl"]
+    assert err.path == ("serving", "hccl", "op_expansion_mode")
+    assert "replica 'r1' spans 2 Atlas 800T A2 servers with expert parallelism" in err.message
+    assert "within one server only" in err.message and "remove op_expansion_mode" in (err.fix or "")
+    pair["serving"]["parallelism"]["ep"] = False
+    result = validate_data(pair)
+    assert not [f for f in result.errors if f.code == "hccl"]
+    (warn,) = [f for f in result.warnings if f.code == "hccl"]
+    assert "spans 2 Atlas 800T A2 servers, and CANN" in warn.message
+    pair["serving"]["parallelism"]["ep"] = True
+    pair["serving"]["hccl"] = {"op_expansion_mode": "HOST"}
+    assert _hccl_env(pair) == {"HOST"}
+
+
+def test_connect_timeout_follows_the_cann_range(pair: dict[str, Any]) -> None:
+    low, high = map(int, re.findall(r"取值范围\[(\d+),(\d+)\]", CONNECT_TEXT.read_text(encoding="utf-8"))[0])
+    for value, ok in ((low - 1, False), (low, True), (high, True), (high + 1, False)):
+        pair["serving"]["hccl"] = {"connect_timeout_s": value}
+        path = ("serving", "hccl", "connect_timeout_s")
+        errors = [f for f in validate_data(pair).errors if f.path[:3] == path]
+        assert bool(errors) != ok, (value, [f.message for f in errors])
+    assert low == 120  # the spec accepted 10..119, which CANN refuses
 
 
 def test_aiv_on_300i_duo_is_refused(duo: dict[str, Any]) -> None:

@@ -277,7 +277,8 @@ def test_same_address_with_other_ssh_port_is_refused_for_an_npu_server() -> None
     assert described(found) == (
         "servers[1].address",
         "address 10.0.0.11 is already used by servers[0] (a2-01) (SSH ports 22 and 2201); an NPU server's "
-        "address is also its serving address (vLLM --host, data-parallel address, default HCCL_IF_IP)",
+        "address is also its serving address (vLLM --host; unless overrides.hccl_if_ip is set, HCCL_IF_IP "
+        "and the data-parallel address)",
         "give every NPU server its own address, reachable from the other servers",
         "unique",
         [("first defined", "servers[0].address")],
