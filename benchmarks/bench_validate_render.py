@@ -80,7 +80,7 @@ def make_site(n_servers: int = 64) -> dict[str, Any]:
         "ssh": {"user": "deploy", "key_file": "~/.ssh/bench_ed25519", "become": True},
         "profiles": {"atlas-800t-a2": {"chip": "910B3", "cards": 8}},
         "servers": servers,
-        "os": {"distro": "openeuler", "version": "22.03"},
+        "os": {"distro": "ubuntu", "version": "22.04"},  # monitoring (on) needs a Debian-family OS
         "software": {
             "driver": {"version": "25.5.1", "path": f"/srv/ascend/{DRIVER[0]}", "sha256": DRIVER[1]},
             "firmware": {

@@ -1,7 +1,8 @@
 """Small site specs written as YAML text, for tests that check exact lines and messages.
 
 A test writes the part under test (site, profiles, servers, network, serving) as literal YAML; spec()
-appends the model and the software of the a2-pair example, so line numbers inside the literal part are
+appends the model, the software of the a2-pair example and the OS of the a2-single example (Ubuntu: the
+monitoring roles, on by default, need a Debian-family OS), so line numbers inside the literal part are
 the ones the test reads off its own text, and a catalog change to the software rows does not break it.
 """
 
@@ -15,6 +16,7 @@ from orchestrator.validation import ValidationResult, validate_text
 
 ROOT = Path(__file__).resolve().parents[1]
 _PAIR = ROOT / "inventories" / "a2-pair-r1-w8a8" / "site.yaml"
+_SINGLE = ROOT / "inventories" / "a2-single-distill" / "site.yaml"
 
 MODEL = """\
 model:
@@ -46,8 +48,9 @@ def _sections(text: str, names: tuple[str, ...]) -> str:
 
 
 def spec(*parts: str, model: str = MODEL) -> str:
-    """The parts (each dedented) + model + os and software of the a2-pair example."""
-    tail = _sections(_PAIR.read_text(encoding="utf-8"), ("os", "software"))
+    """The parts (each dedented) + model + the a2-single example's os + the a2-pair example's software."""
+    tail = _sections(_SINGLE.read_text(encoding="utf-8"), ("os",))
+    tail += _sections(_PAIR.read_text(encoding="utf-8"), ("software",))
     body = "".join(textwrap.dedent(p).strip("\n") + "\n" for p in parts)
     return body + model + tail
 

@@ -161,8 +161,14 @@ def failure_lines(run: Run) -> list[str]:
     return lines
 
 
+def warning_lines(run: Run) -> list[str]:
+    return [f"WARNING: {p.name}: {w}" for p in run.phases for w in p.warnings]
+
+
 def print_outcome(out: Console, run: Run, exit_code: int) -> None:
     summary_tables(out, run)
+    for line in warning_lines(run):
+        say(out, line, style="yellow")
     for line in failure_lines(run):
         say(out, line, style="red")
     if run.resume:

@@ -277,6 +277,14 @@ def f_driver_fails(server: ServerArg, clear: ClearOpt = False, name: NameOpt = D
     _fault(name, server, lambda s: faults.driver_fails(s, clear))
 
 
+@fault_app.command("no-cpufreq")
+def f_no_cpufreq(server: ServerArg, clear: ClearOpt = False, name: NameOpt = DEFAULT_NAME) -> None:
+    """Take the cpufreq driver away (no scaling_governor files: firmware P-states, CPPC off, a VM)."""
+    from orchestrator.sim import faults
+
+    _fault(name, server, lambda s: faults.no_cpufreq(s, clear))
+
+
 @fault_app.command("vllm")
 def f_vllm(
     server: ServerArg,

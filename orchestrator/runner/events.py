@@ -22,6 +22,7 @@ from orchestrator.runner.model import COUNTS, Failure, HostStats, PhaseResult, P
 from orchestrator.runner.rollout import summary as rollout_summary
 
 DONE_STAT = "orchestrator_phase_done"
+WARNINGS_STAT = "orchestrator_warnings"  # set_stats list of "host: what was skipped and why" lines
 """The set_stats key of playbooks/phase_done.yml: the hosts that finished the phase."""
 
 _RESULT_EVENTS = {
@@ -173,6 +174,9 @@ class PhaseTracker:
         result.changes = list(self.changes)
         artifact_data = (self.stats or {}).get("artifact_data")
         result.rollout = rollout_summary(artifact_data if isinstance(artifact_data, Mapping) else None)
+        said = artifact_data.get(WARNINGS_STAT) if isinstance(artifact_data, Mapping) else None
+        if isinstance(said, list):
+            result.warnings = [str(w) for w in said]
         if canceled:
             result.status = PhaseStatus.INTERRUPTED
             result.unfinished = tuple(h for h in sorted(hosts) if h not in done)

@@ -78,6 +78,7 @@ class PhaseResult:
     artifacts: str = ""  # the job's private data dir
     rollout: dict[str, Any] | None = None  # the serve phase's rolling update (runner/rollout.py)
     changes: list[Change] = field(default_factory=list)  # changed task results (what plan / drift report)
+    warnings: list[str] = field(default_factory=list)  # what a role skipped and why (set_stats warnings)
 
     @property
     def failed_hosts(self) -> set[str]:
@@ -98,6 +99,7 @@ class PhaseResult:
             "unfinished": list(self.unfinished),
             "note": self.note,
             "changes": [c.as_dict() for c in self.changes],
+            "warnings": list(self.warnings),
         }
 
 

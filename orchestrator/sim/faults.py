@@ -8,6 +8,8 @@ tools), /var/lib/ascend-sim/vllm-faults.json (read by the fake vLLM server), /va
   container is frozen (connections hang, like a hung host). `back` undoes both.
 - npu-unhealthy / link-down: device ids into faults.json (link state is mirrored to the shared fabric).
 - driver-fails: the next driver .run install fails (faults.json driver_fails).
+- no-cpufreq: the server's CPUs have no cpufreq driver (hardware.json "cpufreq": false; the emulated kernel
+  shows no scaling_governor anywhere), as with P-states the firmware keeps, CPPC off, or a VM.
 - vllm: never_healthy / crash_after_s / slow_ms / wrong_answers, server-wide or for one API port.
 - disk-full: faults.json disk_full, and /data (a tmpfs of the server) is shrunk to what it holds + 8 MiB with
   a filler leaving 128 KiB, so df, Ansible facts and writes all see a nearly full disk.
@@ -197,6 +199,12 @@ def driver_fails(srv: Server, clear: bool) -> str:
     return f"{srv.info.name}: driver installs {'work again' if clear else 'will fail'}"
 
 
+def no_cpufreq(srv: Server, clear: bool) -> str:
+    srv.update(f"{STATE}/hardware.json", {"cpufreq": None if clear else False})
+    now = "cpufreq is back" if clear else "no cpufreq driver (no scaling_governor files)"
+    return f"{srv.info.name}: {now}"
+
+
 def vllm(srv: Server, settings: dict[str, Any], port: int | None, clear: bool) -> str:
     if clear:
         _write_vllm(srv, {})
@@ -241,6 +249,7 @@ def clear_all(srv: Server) -> str:
     msgs = [back(srv)]
     srv.sh("sh", "-c", f"rm -f {FILLER}; mount -o remount,size={DATA_SIZE} /data 2>/dev/null || true")
     srv.write_json(FAULTS, {})
+    srv.update(f"{STATE}/hardware.json", {"cpufreq": None})
     _write_vllm(srv, {})
     srv.sh("sh", "-c", f"python3 {SIMBOOT} sync-fabric >/dev/null 2>&1 || true")
     msgs.append(f"{srv.info.name}: all faults cleared")

@@ -12,6 +12,9 @@ from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
 
 _PERCENT = re.compile(r"^([1-9][0-9]?|100)%$")
+# The monitoring roles install from the Debian / Ubuntu archive with apt (prometheus-node-exporter,
+# prometheus, unzip for npu-exporter) and configure the packages' /etc/default files: only these OS qualify.
+MONITORING_DISTROS = ("ubuntu", "debian")
 
 
 def check(spec: SiteSpec) -> Iterator[Finding]:
@@ -53,6 +56,7 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
             "add 'monitoring' to the roles of a server",
             "monitoring",
         )
+    yield from _monitoring_os(spec)
     try:
         parse_every(spec.drift.schedule)
     except ScheduleError as exc:
@@ -97,3 +101,21 @@ def _rollout(spec: SiteSpec) -> Iterator[Finding]:
             f"use at most {n - 1}",
             "rollout",
         )
+
+
+def _monitoring_os(spec: SiteSpec) -> Iterator[Finding]:
+    """Monitoring (on by default) on an OS whose packages and paths the monitoring roles do not know: fail
+    closed instead of an apt task failing on every server of an openEuler or Kylin site."""
+    if not spec.monitoring.enabled or spec.os.distro in MONITORING_DISTROS:
+        return
+    written = "monitoring" in spec.model_fields_set and "enabled" in spec.monitoring.model_fields_set
+    yield error(
+        ("monitoring", "enabled") if written else ("os", "distro"),
+        f"monitoring is on{'' if written else ' (the default)'} and the servers run {spec.os.distro} "
+        f"{spec.os.version}: the monitoring roles install node_exporter, Prometheus and npu-exporter's unzip "
+        "with apt from the Debian / Ubuntu archive and configure their /etc/default files, which "
+        f"{spec.os.distro} does not have",
+        "set monitoring: {enabled: false} (and scrape the servers from a Prometheus of your own), or run "
+        "Ubuntu 20.04 / 22.04 servers",
+        "monitoring",
+    )

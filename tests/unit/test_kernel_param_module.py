@@ -51,6 +51,19 @@ def test_glob_sets_every_match_and_counts_only_differences(tmp_path: Path) -> No
     assert run_module("kernel_param", tmp_path, {"settings": {pattern: "performance"}})["changed"] is False
 
 
+def test_a_glob_matching_nothing_skips_with_the_reason_as_a_warning(tmp_path: Path) -> None:
+    """A server without a cpufreq driver has no scaling_governor file: with missing=skip the module goes on
+    and warns with the path and the caller's reason; with the default it fails naming the path."""
+    pattern = str(tmp_path / "cpu/cpu[0-9]*/cpufreq/scaling_governor")
+    args = {"settings": {pattern: "performance"}, "missing": "skip", "missing_reason": "no cpufreq driver"}
+    res = run_module("kernel_param", tmp_path, args)
+    assert res.get("failed") is None and res["changed"] is False and res["missing"] == [pattern], res
+    said = [w["event"]["msg"] if isinstance(w, dict) else w for w in res["warnings"]]  # ansible-core 2.19+
+    assert said == [f"No kernel attribute at {pattern}, skipped: no cpufreq driver"]
+    failed = run_module("kernel_param", tmp_path, {"settings": {pattern: "performance"}})
+    assert failed["failed"] and pattern in failed["msg"]
+
+
 def test_cpu_lists_and_module_booleans_compare_by_meaning(tmp_path: Path) -> None:
     aff = attr(tmp_path, "irq/2753/smp_affinity_list", "144-147,150\n")
     flag = attr(tmp_path, "module/mlx5_core/parameters/probe_vf", "Y\n")

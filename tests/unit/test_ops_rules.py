@@ -165,3 +165,34 @@ def test_a_drift_schedule_outside_the_vocabulary_says_what_it_may_be(single: dic
             [],
         )
     ]
+
+
+MONITORING_FIX = (
+    "set monitoring: {enabled: false} (and scrape the servers from a Prometheus of your own), or run "
+    "Ubuntu 20.04 / 22.04 servers"
+)
+
+
+@pytest.mark.parametrize(
+    ("distro", "version"), [("openeuler", "22.03"), ("openeuler", "24.03"), ("kylin", "v10")]
+)
+def test_monitoring_needs_a_debian_family_os(single: dict[str, Any], distro: str, version: str) -> None:
+    """The monitoring roles install with apt from the Debian / Ubuntu archive (prometheus-node-exporter,
+    prometheus, unzip) into /etc/default paths: on an RPM distribution they would fail on every server, so
+    validation fails closed, at monitoring.enabled when the spec writes it, else at os.distro."""
+    single["os"] = {"distro": distro, "version": version}
+    single.pop("monitoring", None)
+    what = (
+        f"and the servers run {distro} {version}: the monitoring roles install node_exporter, Prometheus and "
+        "npu-exporter's unzip with apt from the Debian / Ubuntu archive and configure their /etc/default "
+        f"files, which {distro} does not have"
+    )
+    assert _findings(single) == [
+        ("os.distro", f"monitoring is on (the default) {what}", MONITORING_FIX, "monitoring", [])
+    ]
+    single["monitoring"] = {"enabled": True}
+    assert _findings(single) == [
+        ("monitoring.enabled", f"monitoring is on {what}", MONITORING_FIX, "monitoring", [])
+    ]
+    single["monitoring"] = {"enabled": False}
+    assert _findings(single) == []

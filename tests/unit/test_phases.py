@@ -71,6 +71,7 @@ def test_a_setting_the_kernel_has_no_place_for_is_named_as_skipped() -> None:
     (EEVDF); openEuler 24.03 runs 6.6, so the host phase says it skips it, and keeps the real sysctl."""
     data = load_example("a2-single-distill")
     data["os"] = {**data["os"], "distro": "openeuler", "version": "24.03"}
+    data["monitoring"] = {"enabled": False}  # it needs a Debian-family OS
     data["tuning"] = {
         "cpu_governor": None,
         "transparent_hugepages": None,

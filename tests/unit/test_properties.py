@@ -275,6 +275,8 @@ def site_specs(draw: st.DrawFn) -> dict[str, Any]:
         spec["network"] = {"hccn": _hccn(draw, min(_shape(p)[0] for p in profiles.values()))}
     if extra == "edge" and draw(st.booleans()):
         spec["gateway"] = {"enabled": True}
+    if distro not in ("ubuntu", "debian"):  # monitoring needs a Debian-family OS (validation refuses it)
+        spec["monitoring"] = {"enabled": False}
     return spec
 
 

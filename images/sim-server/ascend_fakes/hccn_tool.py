@@ -7,15 +7,22 @@
   hccn_tool -i N -tls -s enable 0|1 | -tls -g
   hccn_tool -i N -mtu -s size S | -mtu -g
   hccn_tool -i N -link -g | -net_health -g | -lldp -g
-  hccn_tool -i N -ping -g address X [pkt N]
+  hccn_tool -i N -ping -g address X [pkt BYTES]
   hccn_tool -i N -cfg recovery | -a -cfg recovery
 
+N of `-i N` is the device's physical id (the tool maps it to the logical id; tool_parse_dev in
+src/custom/network/hccn/ascend910B/hccn_tool/cmd.c of github.com/verylucky01/driver@e29d066f); the
+simulated servers have equal physical and logical ids.
 State (hccn_state.py): every -s changes the LIVE NIC and records the setting in /etc/hccn.conf (address_N,
-netmask_N, netdetect_N, gateway_N, send_arp_status_N, tls_enable_N, grouped per device as in sample 5i);
-every -g reads the live NIC, so a hand edit of the file shows nowhere until the driver applies the file again
-(at boot, or `-cfg recovery`). The MTU is live only (no hccn.conf key is known for it): a reboot resets it.
+netmask_N, netdetect_N, gateway_N, send_arp_status_N, tls_enable_N, mtu_N, grouped per device as in sample
+5i; the MTU record is `cfg_write_conf(phy_id, "mtu", ...)` in tool_mtu_cmd_execute, hccn_tool/tool_ops.c,
+same repository); every -g reads the live NIC, so a hand edit of the file shows nowhere until the driver
+applies the file again (at boot, or `-cfg recovery`, which restores the MTU too: tool_cfg_mtu_recovery).
 The live addresses are mirrored into the cluster's shared fabric/<server>.json (simboot.sync_fabric) for the
 other servers' pings. NIC N is up unless faults.json link_down lists N.
+`pkt` is the payload size in bytes, 0 to 65507 (65535 - 20 - 8), default 4096, not a packet count
+(parse_data_len_param and tool_get_ping_status in hccn_product_ext/tool_cmd.c, MAX_DATA_LEN in
+hccn_product_ext/ds_net_ext.h, same repository); every ping sends 3 packets (sample 5d).
 Ping succeeds when this NIC is up and has an address, and X is the address of an up NIC of any server of
 the fabric (this one included) that is in this NIC's subnet or reachable through its gateway; otherwise
 every packet times out. Either way the command ran, so it exits 0 (callers read the "packet loss" line).
@@ -49,6 +56,8 @@ USAGE = (
     " <-s|-g> [...] | -i <device_id>|-a -cfg recovery"
 )
 MTU_RANGE = (1280, 9000)
+PING_COUNT = 3  # packets per ping (sample 5d); the tool has no option to change it
+PING_PAYLOAD_MAX = 65535 - 20 - 8  # MAX_DATA_LEN (ds_net_ext.h, see the docstring)
 
 
 class Fail(Exception):
@@ -201,10 +210,12 @@ def _get(hw: simstate.Hardware, dev: int, cmd: str, args: dict[str, str]) -> lis
     if cmd == "-mtu" and not args:
         return [f"mtu:{live.get('mtu', hccn_state.FACTORY['mtu'])}"]
     if cmd == "-ping" and set(args) <= {"address", "pkt"} and "address" in args:
-        count = args.get("pkt", "3")
-        if not count.isdigit() or not 1 <= int(count) <= 1000:
-            raise Fail(f"Invalid pkt: {count}")
-        return ping(hw, dev, live, _ip(args["address"], "address"), int(count))
+        size = args.get("pkt", "4096")
+        if not size.isdigit():
+            raise Fail(f"PING packet size must be unsigned int, now is {size}")
+        if int(size) > PING_PAYLOAD_MAX:
+            raise Fail(f"PING packet size can not more than {PING_PAYLOAD_MAX}, now is {int(size)}")
+        return ping(hw, dev, live, _ip(args["address"], "address"), PING_COUNT)
     raise Fail(USAGE)
 
 

@@ -4,7 +4,8 @@ hardware.json keys read here (all optional; `sim up` writes them): "cpus" (logic
 48-core Kunpeng 920, the CPU affinity ranges npu-smi prints go up to 191), "numa_nodes" (default 8: two per
 socket, 24 CPUs each, so npu-smi's "144-167" is node 6), "memory_gb" (default 1024; caps hugepage
 reservations), "modules_at_boot" (kernel modules udev loads for the server's own NICs at every boot,
-default none). Servers without NPUs ("cards": 0) default to 16 CPUs on one node.
+default none), "cpufreq" (false: no cpufreq driver, so no scaling_governor anywhere; default true).
+Servers without NPUs ("cards": 0) default to 16 CPUs on one node.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class Hardware:
         self.nodes = max(1, min(int(raw.get("numa_nodes") or default_nodes), self.cpus))
         self.memory_gb = int(raw.get("memory_gb") or 1024)
         self.modules_at_boot = [str(m) for m in raw.get("modules_at_boot") or []]
+        self.cpufreq = raw.get("cpufreq", True) is not False
 
     @property
     def cpus_per_node(self) -> int:

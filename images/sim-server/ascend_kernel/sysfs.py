@@ -25,7 +25,7 @@ from ascend_kernel import hw as hwmod
 from ascend_kernel import values
 from ascend_kernel.state import KernelError
 from ascend_kernel.sysctl import HUGE_DEFAULT
-from ascend_kernel.tree import Dir, File, Link, Node, ro, static
+from ascend_kernel.tree import Dir, File, Link, Node, StaticDir, ro, static
 
 THP = "/sys/kernel/mm/transparent_hugepage"
 THP_CHOICES = {
@@ -182,15 +182,22 @@ class Sysfs(hwmod.Reader):
             entries: dict[str, Node] = {"cpufreq": Link(f"../cpufreq/policy{c}"), "topology": topo}
             if c:
                 entries["online"] = ro("1")
-            return static(entries)
+            without = {k: v for k, v in entries.items() if k != "cpufreq"}
+            return StaticDir(lambda: entries if self.hw.cpufreq else without)
 
         # Built once: every file reads the state when it is shown, so the structure never changes. A CPU's
         # directory is built the first time it is entered (a glob over cpu*/cpufreq lists far more than it
         # enters), then kept.
-        policies = {f"policy{c}": _Lazy(functools.partial(self._policy, c)) for c in range(n)}
+        policies: dict[str, Node] = {
+            f"policy{c}": _Lazy(functools.partial(self._policy, c)) for c in range(n)
+        }
+        # No cpufreq driver (hardware.json "cpufreq": false: P-states the firmware keeps, CPPC off in the
+        # firmware, a VM): cpufreq_core_init still creates the empty cpufreq/ directory; policyN/ and the
+        # cpuN/cpufreq links come only with a driver's policies (cpufreq_online, add_cpu_dev_symlink in
+        # drivers/cpufreq/cpufreq.c, torvalds/linux v6.1).
         out: dict[str, Node] = {
             "online": ro(span), "possible": ro(span), "present": ro(span), "offline": ro(""),
-            "isolated": ro(""), "cpufreq": static(policies),
+            "isolated": ro(""), "cpufreq": StaticDir(lambda: policies if self.hw.cpufreq else {}),
         }  # fmt: skip
         out.update({f"cpu{c}": _Lazy(functools.partial(cpu, c)) for c in range(n)})
         return static(out)

@@ -83,7 +83,7 @@ def test_check_mode_names_manual_edits_and_changes_nothing(tuned: Sim) -> None:
     sh(tuned, "echo never > /sys/kernel/mm/transparent_hugepage/enabled")
     out, check = playbook(tuned, "--check", "--diff")
     assert changed_tasks(out) == [
-        "host_tuning : Set kernel attributes in sysfs and debugfs (governor, THP, hugepages, scheduler)",
+        "host_tuning : Set kernel attributes in sysfs and debugfs (THP, hugepages, scheduler)",
         "host_tuning : Set sysctls live and in the role's sysctl.d file",
         "host_tuning : Unload modules whose live options differ",
     ]
@@ -116,3 +116,24 @@ def test_check_mode_names_a_tampered_limit_and_fact(tuned: Sim) -> None:
     assert check["changed"] == 2 and sh(tuned, "cat /etc/ansible/facts.d/ascend_npu.fact") == "{}"
     _, fix = playbook(tuned)
     assert fix["changed"] == 2
+
+
+def test_a_server_without_cpufreq_skips_the_governor_with_a_warning(tuned: Sim) -> None:
+    """No cpufreq driver (firmware P-states, CPPC off, a VM): no scaling_governor file matches the glob; the
+    phase goes on and says what it skipped (a run; check mode takes the same path in the module)."""
+    tuned.sim("fault", "no-cpufreq", SERVER)
+    try:
+        assert sh(tuned, "ls /sys/devices/system/cpu/cpufreq | wc -l") == "0"
+        proc = ansible_playbook(tuned.root, f"inventories/{tuned.name}/hosts.yml", "host.yml")
+        out = proc.stdout
+        failed = recap(out)[SERVER]["failed"]
+        assert proc.returncode == 0 and failed == 0, out[-3000:] + proc.stderr[-2000:]
+        glob = "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"
+        warned = " ".join(proc.stderr.split())  # Ansible prints a module's warnings on stderr
+        said = f"No kernel attribute at {glob}, skipped: the kernel has no cpufreq driver"
+        assert said in warned, warned
+        report = out.split("TASK [host_tuning : Report the skipped governor in the apply summary]")[1]
+        assert f"ok: [{SERVER}]" in report.split("TASK [")[0], report[:500]
+    finally:
+        tuned.sim("fault", "no-cpufreq", SERVER, "--clear")
+    assert sh(tuned, "cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") == "performance"

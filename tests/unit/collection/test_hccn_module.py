@@ -110,6 +110,14 @@ def test_left_out_settings_are_not_touched_and_mtu_is_set(tmp_path: Path) -> Non
         "dev_id:2, tls switch[0]"
     )
     assert not run_module(root, "hccn", {"devices": lean, "mtu": 4200})["changed"]
+    # hccn_tool records the MTU as mtu_N (tool_mtu_cmd_execute, src/custom/network/hccn/ascend910B/hccn_tool/
+    # tool_ops.c of github.com/verylucky01/driver at e29d066f): a stale record is drift the next boot applies
+    conf = root / "etc/hccn.conf"
+    assert "mtu_2=4200" in conf.read_text(encoding="utf-8").splitlines()
+    conf.write_text(conf.read_text(encoding="utf-8").replace("mtu_2=4200", "mtu_2=9000"))
+    res = run_module(root, "hccn", {"devices": lean, "mtu": 4200})
+    assert res["commands"] == ["hccn_tool -i 2 -mtu -s size 4200"], res
+    assert "mtu_2=4200" in conf.read_text(encoding="utf-8").splitlines()
 
 
 def test_a_setting_that_does_not_take_fails(tmp_path: Path) -> None:

@@ -82,12 +82,27 @@ def test_configured_hosts_pass_and_nothing_changes(tmp_path: Path) -> None:
 def test_unreachable_peer_names_host_npu_peer_and_command(tmp_path: Path) -> None:
     root = configured(tmp_path)
     peers = peer_server(root, "node-2", 20, down=(5,))
-    res = gate(root, peers, pairs="same_index", pkt=2)
+    res = gate(root, peers, pairs="same_index", pkt=9000)  # payload bytes: still 3 packets
     assert res["failed"] and res["failures"] == [
-        "node-1 device 5 (10.0.0.15) -> node-2 device 5 (10.0.0.25): 2 packets transmitted, 0 received, "
-        "100.00% packet loss (reproduce on node-1: hccn_tool -i 5 -ping -g address 10.0.0.25 pkt 2)"
+        "node-1 device 5 (10.0.0.15) -> node-2 device 5 (10.0.0.25): 3 packets transmitted, 0 received, "
+        "100.00% packet loss (reproduce on node-1: hccn_tool -i 5 -ping -g address 10.0.0.25 pkt 9000)"
     ]
     assert res["msg"].startswith("NPU network gate failed on node-1: 1 problem(s). node-1 device 5")
+
+
+def test_pkt_is_a_payload_size_in_bytes(tmp_path: Path) -> None:
+    """hccn_tool's `pkt N` is the payload in bytes, at most 65535 - 20 - 8 (parse_data_len_param, ds_net_ext.h
+    MAX_DATA_LEN, src/custom/network/hccn/ascend910B/hccn_product_ext of github.com/verylucky01/driver at
+    e29d066f); not given, the tool's 4096 is used and no `pkt` is passed."""
+    root = configured(tmp_path)
+    peers = peer_server(root, "node-2", 20)
+    res = gate(root, peers, pairs="same_index")
+    assert res.get("failed") is None and all(p["sent"] == 3 for p in res["pairs"]), res
+    assert res["pairs"][0]["command"] == "hccn_tool -i 0 -ping -g address 10.0.0.20"
+    big = gate(root, peers, pairs="same_index", pkt=65507)
+    assert big.get("failed") is None and big["pairs"][0]["command"].endswith(" pkt 65507"), big
+    over = gate(root, peers, pairs="same_index", pkt=65508)
+    assert over["failed"] and "payload size of each ping packet in bytes" in over["msg"], over
 
 
 def test_local_link_down_and_net_health_are_named(tmp_path: Path) -> None:

@@ -198,7 +198,38 @@ def test_npu_nic_link_down_and_ok(served: dict[str, Any]) -> None:
     assert f.status is Status.fail and "link DOWN" in f.seen and "hccn_tool -i N -link -g" in f.fix
     up = {"links": {"0": "UP"}, "pairs": [{"ok": True}], "failures": []}
     (ok,) = _only(host_findings("a2-01", copy.deepcopy(served) | {"hccn": up}), "npu-nic")
-    assert (ok.status, ok.seen) == (Status.ok, "1 NIC links UP, 1 peer pings answered")
+    assert (ok.status, ok.seen) == (
+        Status.ok,
+        "1 NIC links UP; 1 pings to the same-index NIC of each peer server answered",
+    )
+
+
+def test_npu_nic_ok_says_what_was_pinged_or_why_nothing_was(tmp_path: Path, served: dict[str, Any]) -> None:
+    """The facts are what ascend.npu.hccn_ping returns against the fake hccn_tool (the doctor playbook's
+    call): a server of no multi-server replica has no peers in the plan, and the finding says so instead of
+    "0 peer pings answered"; with a peer server, the pings and the peer are named."""
+    from tests.unit.collection.hccn_helpers import configured, devices
+    from tests.unit.collection.hccn_helpers import run_module as run_collection_module
+    from tests.unit.collection.test_hccn_ping_module import peer_server
+
+    root = configured(tmp_path)
+    args = {"devices": devices(), "host": "a2-01", "pairs": "same_index"}
+    alone = run_collection_module(root, "hccn_ping", {**args, "peers": []})
+    (f,) = _only(host_findings("a2-01", copy.deepcopy(served) | {"hccn": alone}), "npu-nic")
+    assert f.status is Status.ok and f.seen.startswith("8 NIC links UP, net health Success on 8"), f.seen
+    assert "0 peer" not in f.seen and "no peer pinged: this server serves no replica spread over" in f.seen
+    peers = peer_server(root, "a2-02", 20)
+    paired = run_collection_module(root, "hccn_ping", {**args, "peers": peers})
+    facts = copy.deepcopy(served) | {"hccn": paired}
+    facts["expect"]["peers"] = peers
+    (f,) = _only(host_findings("a2-01", facts), "npu-nic")
+    assert f.status is Status.ok and f.seen.endswith(
+        "; 8 pings to the same-index NIC of each peer server on a2-02 answered"
+    ), f.seen
+    facts = copy.deepcopy(served) | {"hccn": alone}
+    facts["expect"]["peers"] = peers  # planned, yet nothing pinged: not silently ok
+    (f,) = _only(host_findings("a2-01", facts), "npu-nic")
+    assert f.status is Status.warn and "the plan lists 8 peer NICs" in f.seen
 
 
 def test_a_foreign_container_holding_an_npu(served: dict[str, Any]) -> None:

@@ -90,3 +90,12 @@ def test_summary_has_the_numbers_the_failure_and_the_resume_command() -> None:
     assert 'FAILED: a2-02 in preflight, task "disk":\n    only 3 GiB free on /data' in text
     assert "Resume with: orchestrator apply lab --from-phase preflight --limit a2-02" in text
     assert "run r1: failed (exit 3)" in text
+
+
+def test_summary_shows_what_a_role_skipped_with_a_warning() -> None:
+    phase = PhaseResult("host", 8, PhaseStatus.OK, {"a2-01": HostStats(ok=9)}, seconds=2.0)
+    phase.warnings = ["a2-01: no /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor, so the governor"]
+    con, buf = console()
+    print_outcome(con, Run("r2", "lab", False, [phase]), 0)
+    text = " ".join(buf.getvalue().split())
+    assert "WARNING: host: a2-01: no /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor" in text

@@ -132,6 +132,18 @@ def test_canceled_job_is_interrupted_and_every_host_unfinished() -> None:
     assert r.unfinished == ("a",)
 
 
+def test_warnings_a_role_hands_over_reach_the_phase_result() -> None:
+    """A role that skips a setting (host_tuning on a server without cpufreq) says so with set_stats
+    orchestrator_warnings; the phase result carries the lines, in the order the hosts gave them."""
+    end = stats(["a2-01", "a2-02"], ok={"a2-01": 3, "a2-02": 3})
+    end["event_data"]["artifact_data"]["orchestrator_warnings"] = ["a2-02: no cpufreq", "a2-01: no cpufreq"]
+    t = feed(PhaseTracker("host", 8), [ev("runner_on_ok", host="a2-01", task="t", res={}), end])
+    r = t.result(canceled=False, rc=0, seconds=0.1)
+    assert r.status is PhaseStatus.OK
+    assert r.warnings == ["a2-02: no cpufreq", "a2-01: no cpufreq"]
+    assert r.as_dict()["warnings"] == ["a2-02: no cpufreq", "a2-01: no cpufreq"]
+
+
 def test_seconds_per_host_span_its_first_and_last_result() -> None:
     t = feed(
         PhaseTracker("host", 8),

@@ -72,10 +72,14 @@ def test_tls_and_mtu_factory_values_and_reboot(tmp_path: Path) -> None:
     assert hccn(tmp_path, "-i", "0", "-mtu", "-s", "size", "4200") == (0, [])
     assert hccn(tmp_path, "-i", "0", "-mtu", "-g") == (0, ["mtu:4200"])
     assert hccn(tmp_path, "-i", "0", "-mtu", "-s", "size", "100")[0] == 255
-    assert "mtu" not in (tmp_path / CONF).read_text(encoding="utf-8")
-    boot(tmp_path)  # TLS is recorded in the file, the MTU is not
+    # tool_mtu_cmd_execute records the MTU with cfg_write_conf(phy_id, "mtu", size) and `-cfg recovery` /
+    # boot applies it (tool_cfg_mtu_recovery): src/custom/network/hccn/ascend910B/hccn_tool/tool_ops.c of
+    # github.com/verylucky01/driver at e29d066f
+    assert "mtu_0=4200" in (tmp_path / CONF).read_text(encoding="utf-8").splitlines()
+    boot(tmp_path)  # TLS and the MTU are both recorded in the file
     assert hccn(tmp_path, "-i", "0", "-tls", "-g")[1][0].startswith("dev_id:0, tls switch[0](0:disable")
-    assert hccn(tmp_path, "-i", "0", "-mtu", "-g") == (0, ["mtu:1500"])
+    assert hccn(tmp_path, "-i", "0", "-mtu", "-g") == (0, ["mtu:4200"])
+    assert hccn(tmp_path, "-i", "1", "-mtu", "-g") == (0, ["mtu:1500"])
 
 
 def test_cfg_recovery_applies_the_file(tmp_path: Path) -> None:

@@ -123,8 +123,14 @@ def test_ping_matrix_two_servers_one_link_down(tmp_path: Path) -> None:
     assert [re.sub(r"[\d.]+ms", "T", x) for x in ok[1:]] == [
         re.sub(r"[\d.]+ms", "T", x) for x in hccn(a, "-i", "3", "-ping", "-g", "address", "10.0.0.20")[1][1:]
     ]
-    rc, lines = hccn(a, "-i", "0", "-ping", "-g", "address", "10.0.0.21", "pkt", "5")
-    assert lines[-1] == "5 packets transmitted, 5 received, 0.00% packet loss"
+    # `pkt N` is the payload size in bytes, 0..65507 (MAX_DATA_LEN = 65535 - 20 - 8), not a count: the tool
+    # still sends 3 packets (parse_data_len_param, src/custom/network/hccn/ascend910B/hccn_product_ext/
+    # tool_cmd.c and ds_net_ext.h of github.com/verylucky01/driver at e29d066f).
+    for size in ("5", "0", "9000", "65507"):
+        rc, lines = hccn(a, "-i", "0", "-ping", "-g", "address", "10.0.0.21", "pkt", size)
+        assert rc == 0 and lines[-1] == "3 packets transmitted, 3 received, 0.00% packet loss", (size, lines)
+    for size in ("65508", "-1", "4k"):
+        assert hccn(a, "-i", "0", "-ping", "-g", "address", "10.0.0.21", "pkt", size)[0] == 255, size
 
 
 def test_ping_needs_same_subnet_or_gateway(tmp_path: Path) -> None:

@@ -94,6 +94,21 @@ def test_cpufreq_governor_per_cpu_through_the_policy_link(kernel: Kernel) -> Non
     assert len(cpus) == 192
 
 
+def test_a_server_without_cpufreq_has_no_governor_files(root: Path, kernel: Kernel) -> None:
+    """No cpufreq driver (firmware-controlled P-states, CPPC off, a VM): cpufreq_core_init still makes the
+    cpufreq/ directory, empty; policyN/ and cpuN/cpufreq come only with a driver (drivers/cpufreq/cpufreq.c,
+    torvalds/linux v6.1). hardware.json is read live, so the change shows at once."""
+    hw = {**HW_910B4, "cpus": 192, "numa_nodes": 8, "cpufreq": False}
+    put(root, "/var/lib/ascend-sim/hardware.json", hw)
+    assert list(kernel.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor")) == []
+    assert kernel.listdir("/sys/devices/system/cpu/cpufreq") == []
+    assert "cpufreq" not in kernel.listdir("/sys/devices/system/cpu/cpu0")
+    assert "topology" in kernel.listdir("/sys/devices/system/cpu/cpu0")
+    with pytest.raises(KernelError) as info:
+        kernel.read(GOV0)
+    assert info.value.errno == errno.ENOENT
+
+
 def test_debugfs_sched_migration_cost(kernel: Kernel) -> None:
     path = "/sys/kernel/debug/sched/migration_cost_ns"
     assert kernel.read(path) == "500000\n"

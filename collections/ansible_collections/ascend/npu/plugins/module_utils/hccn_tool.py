@@ -16,9 +16,12 @@ Formats, all from ../shared/reference/ascend-samples.md section 5 (and ascend-ho
                        packet loss"; the command exits 0 whether or not packets came back
   -mtu -g              no capture: guides match "mtu:[[:space:]]*[0-9]+"; -s form `-mtu -s size N`
   /etc/hccn.conf (5i)  key_N=value lines: address_N, netmask_N, netdetect_N, gateway_N, send_arp_status_N,
-                       tls_enable_N
+                       tls_enable_N, and mtu_N (tool_mtu_cmd_execute writes it with cfg_write_conf)
 Set commands: `-ip -s address A netmask M`, `-netdetect -s address A`, `-gateway -s gateway G`,
-`-tls -s enable 0|1`; each changes the live NIC and records the setting in /etc/hccn.conf.
+`-tls -s enable 0|1`, `-mtu -s size N`; each changes the live NIC and records the setting in /etc/hccn.conf.
+N of `-i N` is the device's PHYSICAL id, and the file's _N suffix is that id too (tool_parse_dev in
+src/custom/network/hccn/ascend910B/hccn_tool/cmd.c, cfg_write_conf in hccn_tool/cfg.c and tool_ops.c of
+github.com/verylucky01/driver at e29d066f).
 """
 
 from __future__ import annotations
@@ -38,8 +41,13 @@ SETTINGS: tuple[tuple[str, str, str | None], ...] = (
     ("netdetect", "-netdetect", "netdetect"),
     ("gateway", "-gateway", "gateway"),
     ("tls_enable", "-tls", "tls_enable"),
-    ("mtu", "-mtu", None),
+    ("mtu", "-mtu", "mtu"),
 )
+# `-ping ... pkt N`: N is the payload size in bytes, at most MAX_DATA_LEN = 65535 - 20 - 8 (default 4096), and
+# every ping sends 3 packets: parse_data_len_param / tool_get_ping_status in
+# src/custom/network/hccn/ascend910B/hccn_product_ext/tool_cmd.c and ds_net_ext.h of
+# github.com/verylucky01/driver at e29d066f.
+PING_PAYLOAD_MAX = 65535 - 20 - 8
 OPTION = {name: option for name, option, _ in SETTINGS}
 CONF_KEY = {name: key for name, _, key in SETTINGS if key}
 
@@ -195,10 +203,11 @@ class HccnTool:
         health = self._call(dev, "-net_health", "-g") or ""
         return parse_link(link), parse_net_health(health)
 
-    def ping(self, dev: int, address: str, pkt: int) -> tuple[list[str], dict[str, object], str]:
-        """(argv, parsed summary, raw output); a ping that prints no summary has sent None."""
+    def ping(self, dev: int, address: str, pkt: int | None) -> tuple[list[str], dict[str, object], str]:
+        """(argv, parsed summary, raw output); a ping that prints no summary has sent None. pkt is the
+        payload size in bytes (None: the tool's 4096), see PING_PAYLOAD_MAX."""
         argv = command(self.path, dev, "-ping", "-g", "address", address)
-        if pkt != 3:
+        if pkt is not None:
             argv += ["pkt", str(pkt)]
         rc, out, err = self.run(argv)
         parsed = parse_ping(out)

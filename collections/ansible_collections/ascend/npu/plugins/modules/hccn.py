@@ -17,18 +17,19 @@ description:
     file, that is drift) is set again through hccn_tool, which rewrites its record; the drift is reported as a
     warning with the live and the recorded value.
   - Settings left out (C(null) gateway or netdetect, C(tls) or C(mtu) not given) are neither read nor
-    changed. The MTU has no C(/etc/hccn.conf) record.
+    changed. The MTU is recorded too (C(mtu_N), written by tool_mtu_cmd_execute in
+    src/custom/network/hccn/ascend910B/hccn_tool/tool_ops.c of github.com/verylucky01/driver at e29d066f).
   - After setting, reads everything back and fails when a value did not take.
   - Check mode reports the exact differences (and the commands that would run) without running any set
     command; with C(--diff) it shows, per device, the live values and the file records before and after.
 options:
   devices:
-    description: Desired settings per device (C(index) is the N of C(hccn_tool -i N)).
+    description: Desired settings per device (C(index) is the N of C(hccn_tool -i N), the physical id).
     type: list
     elements: dict
     required: true
     suboptions:
-      index: {description: Device (logical id)., type: int, required: true}
+      index: {description: Device (the physical id of hccn_tool -i N)., type: int, required: true}
       address: {description: IPv4 address of the NIC., type: str, required: true}
       netmask: {description: Netmask of the NIC., type: str, required: true}
       gateway: {description: Gateway (C(-gateway -s gateway)); null leaves it alone., type: str}

@@ -24,7 +24,7 @@ options:
     elements: dict
     required: true
     suboptions:
-      index: {description: Device (logical id)., type: int, required: true}
+      index: {description: Device (the physical id of hccn_tool -i N)., type: int, required: true}
       address: {description: IPv4 address of the NIC., type: str, required: true}
       netmask: {description: Netmask of the NIC., type: str, required: true}
       gateway: {description: Gateway of the NIC (reaches peers outside its subnet)., type: str}
@@ -45,9 +45,12 @@ options:
     choices: [full, same_index]
     default: full
   pkt:
-    description: Packets per ping (C(pkt N); the tool's default is 3).
+    description:
+      - Payload size of each ping packet in bytes (C(pkt N)), 0 to 65507; not given, the tool sends 4096.
+      - It is not a packet count; every C(hccn_tool -ping) sends 3 packets (parse_data_len_param in
+        src/custom/network/hccn/ascend910B/hccn_product_ext/tool_cmd.c of github.com/verylucky01/driver
+        at e29d066f).
     type: int
-    default: 3
   parallel:
     description: Pings run at once.
     type: int
@@ -96,7 +99,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.ascend.npu.plugins.module_utils.hccn_tool import HccnError, HccnTool, execute, shell
+from ansible_collections.ascend.npu.plugins.module_utils.hccn_tool import (
+    PING_PAYLOAD_MAX,
+    HccnError,
+    HccnTool,
+    execute,
+    shell,
+)
 
 SHOWN = 20  # failures listed in the message; all are in `failures`
 
@@ -144,7 +153,7 @@ def main() -> None:
             "devices": {"type": "list", "elements": "dict", "required": True, "options": device},
             "peers": {"type": "list", "elements": "dict", "default": [], "options": peer},
             "pairs": {"type": "str", "choices": ["full", "same_index"], "default": "full"},
-            "pkt": {"type": "int", "default": 3},
+            "pkt": {"type": "int"},
             "parallel": {"type": "int", "default": 8},
             "host": {"type": "str", "default": "this host"},
             "hccn_tool": {"type": "path", "default": "/usr/local/Ascend/driver/tools/hccn_tool"},
@@ -152,6 +161,11 @@ def main() -> None:
         supports_check_mode=True,
     )
     p = module.params
+    if p["pkt"] is not None and not 0 <= p["pkt"] <= PING_PAYLOAD_MAX:
+        module.fail_json(
+            msg=f"pkt {p['pkt']} is outside 0..{PING_PAYLOAD_MAX}: it is the payload size of each ping "
+            "packet in bytes (hccn_tool sends 3 packets per ping); leave it out for the tool's 4096."
+        )
     tool = HccnTool(execute, p["hccn_tool"])
     devices = sorted(p["devices"], key=lambda d: d["index"])
     me = p["host"]

@@ -30,6 +30,11 @@ options:
     type: str
     choices: [fail, skip]
     default: fail
+  missing_reason:
+    description:
+      - With C(missing=skip), why a path matching nothing is acceptable and what to do about it; the
+        module warns with the paths and this text (RV(warnings)).
+    type: str
 attributes:
   check_mode:
     support: full
@@ -131,6 +136,9 @@ def run(module: AnsibleModule) -> None:
             missing.append(pattern)
             continue
         plan += [(path, str(value).strip()) for path in paths]
+    if missing and module.params["missing"] == "skip":
+        why = module.params["missing_reason"] or "this kernel does not offer it"
+        module.warn(f"No kernel attribute at {', '.join(missing)}, skipped: {why}")
     if missing and module.params["missing"] == "fail":
         module.fail_json(
             msg=f"No kernel attribute at {', '.join(missing)}: this kernel does not offer it (module not "
@@ -187,6 +195,7 @@ def main() -> None:
         argument_spec={
             "settings": {"type": "dict", "required": True},
             "missing": {"type": "str", "choices": ["fail", "skip"], "default": "fail"},
+            "missing_reason": {"type": "str"},
         },
         supports_check_mode=True,
     )
