@@ -21,6 +21,7 @@ from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SiteP
 from orchestrator.planning.roles import SITE_ROLES, container_hosts, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.render.ascend_runtime import ascend_runtime_vars
+from orchestrator.render.drivers_vars import drivers_vars
 from orchestrator.render.gateway_vars import gateway_vars
 from orchestrator.render.image_vars import image_vars
 from orchestrator.render.monitoring_vars import monitoring_vars
@@ -221,19 +222,6 @@ def _preflight_host_vars(spec: SiteSpec, plan: SitePlan, host: HostPlan) -> dict
     }
 
 
-def _drivers_vars(spec: SiteSpec) -> dict[str, Any]:
-    """How the driver and firmware roles install (software.kernel_headers, reboot, stop_serving)."""
-    sw = spec.software
-    return {
-        "npu_driver_cache_dir": preflight.PACKAGE_CACHE,
-        "npu_firmware_cache_dir": preflight.PACKAGE_CACHE,
-        "npu_driver_kernel_headers": sw.kernel_headers,
-        "npu_driver_reboot": sw.reboot.policy,
-        "npu_driver_reboot_timeout_s": sw.reboot.timeout_s,
-        "npu_driver_stop_serving": sw.stop_serving,
-    }
-
-
 def _replica_summary(rep: ReplicaPlan) -> dict[str, Any]:
     return {
         "name": rep.name,
@@ -276,7 +264,7 @@ def _npu_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "npu_driver_package": _hdk_package(sw.driver),
         "npu_firmware_package": _hdk_package(sw.firmware),
         "npu_cann_package": _package(sw.cann) if sw.cann else None,
-        **_drivers_vars(spec),
+        **drivers_vars(spec),
         **_host_tuning_vars(spec, plan),
         **ascend_runtime_vars(
             spec, _container_runtime_vars(spec)["container_runtime_daemon_config"], _package

@@ -10,7 +10,7 @@ import yaml
 
 from orchestrator.planning.preflight import drivers_serial
 from orchestrator.render import render_texts
-from tests.helpers import validate_data
+from tests.helpers import ROOT, validate_data
 
 
 def rendered(data: dict[str, Any]) -> dict[str, Any]:
@@ -48,6 +48,7 @@ def test_pair_site_contract(pair: dict[str, Any]) -> None:
         "npu_driver_reboot": "never",
         "npu_driver_reboot_timeout_s": 1800,
         "npu_driver_stop_serving": False,
+        "npu_driver_holder_services": [],  # no npu-exporter in this spec
     }
     cache = "/var/cache/ascend-orchestrator/packages"  # where preflight checks the free space for packages
     assert (npu["npu_driver_cache_dir"], npu["npu_firmware_cache_dir"]) == (cache, cache)
@@ -99,3 +100,20 @@ def test_bad_reboot_policy_is_refused(pair: dict[str, Any], reboot: dict[str, An
     pair["software"]["reboot"] = reboot
     result = validate_data(pair)
     assert not result.ok and any(message in str(f) for f in result.errors)
+
+
+def test_the_exporter_is_stopped_for_a_driver_upgrade(pair: dict[str, Any]) -> None:
+    """The exporter holds the device nodes while it runs (the driver installer refuses beside it): when the
+    monitoring phase installs it, the drivers phase gets its service name, as the npu_exporter role names
+    it."""
+    pair.setdefault("monitoring", {})["npu_exporter"] = {
+        "version": "7.1.0",
+        "url": "https://mirror.example.com/Ascend-mindxdl-npu-exporter_7.1.0_linux-aarch64.zip",
+        "sha256": "0" * 64,
+    }
+    defaults = ROOT / "roles/npu_exporter/defaults/main.yml"
+    role_defaults = yaml.safe_load(defaults.read_text(encoding="utf-8"))
+    npu = rendered(pair)["group_vars/npu.yml"]
+    assert npu["npu_driver_holder_services"] == [role_defaults["npu_exporter_service"]]
+    pair["monitoring"]["enabled"] = False  # no monitoring phase: no exporter runs
+    assert rendered(pair)["group_vars/npu.yml"]["npu_driver_holder_services"] == []

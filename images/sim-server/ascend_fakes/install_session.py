@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import pwd
+import re
 import shutil
 import sys
 import time
@@ -197,7 +198,9 @@ def now() -> str:
 def devices_busy() -> list[str]:
     """Why the davinci nodes are occupied, like checkUserDocker (common.sh), or [] when they are free.
 
-    Mechanisms: (1) /var/lib/ascend-sim/processes.json lists a process on any device (written by the fake vLLM
+    Mechanisms: (0) a process with an open file descriptor on a node (/proc/<pid>/fd, as checkUserProcess in
+    common.sh looks; the simulator's npu-exporter holds them as the real one's DCMI handles do);
+    (1) /var/lib/ascend-sim/processes.json lists a process on any device (written by the fake vLLM
     server / runtime); (2) $ASCEND_SIM_DEVICES_BUSY=1 (tests, fault injection); (3) on a real simulated server
     (ASCEND_SIM_ROOT unset or /): a running container of the server's docker engine has a /dev/davinci* device
     (`docker ps -q` + `docker inspect`, as the real installer does)."""
@@ -206,11 +209,36 @@ def devices_busy() -> list[str]:
         for dev, procs in sorted(simstate.processes().items())
         if procs
     ]
+    reasons += _fd_holders()
     if os.environ.get("ASCEND_SIM_DEVICES_BUSY") == "1":
         reasons.append("/dev/davinci_manager has used by docker")
     if not simstate.under_test_root():
         reasons += _docker_users()
     return reasons
+
+
+NODE_NAME = re.compile(r"^(davinci[0-9]+|davinci_manager|devmm_svm|hisi_hdc)$")
+
+
+def _fd_holders() -> list[str]:
+    """checkUserProcess: `proc:<node> has user process: <pids>` for the first node some process holds."""
+    dev = simstate.p("/dev").rstrip("/") + "/"
+    holders: dict[str, list[str]] = {}
+    for pid in sorted((n for n in os.listdir("/proc") if n.isdigit()), key=int):
+        fd_dir = f"/proc/{pid}/fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"{fd_dir}/{fd}")
+            except OSError:
+                continue
+            if target.startswith(dev) and NODE_NAME.match(target[len(dev):]):
+                holders.setdefault("/dev/" + target[len(dev):], []).append(pid)
+    return [f"proc:{node} has user process: {' '.join(sorted(set(pids), key=int))}"
+            for node, pids in sorted(holders.items())][:1]  # fmt: skip
 
 
 def _docker_users() -> list[str]:

@@ -93,6 +93,19 @@ class Handler(BaseHTTPRequestHandler):
         return
 
 
+def hold_device_nodes() -> list[int]:
+    """The real exporter holds the NPUs through DCMI while it runs (open file descriptors on /dev/davinci*
+    and davinci_manager), which is what makes the driver installer refuse an upgrade beside it."""
+    held = []
+    for name in sorted(os.listdir(simstate.p("/dev"))):
+        if name == "davinci_manager" or (name.startswith("davinci") and name[7:].isdigit()):
+            try:
+                held.append(os.open(simstate.p(f"/dev/{name}"), os.O_RDONLY))
+            except OSError:
+                continue
+    return held
+
+
 def main(argv: list[str]) -> int:
     # Go's flag package takes -name value and -name=value, which argparse's single-dash options also take.
     ap = argparse.ArgumentParser(prog="npu-exporter", allow_abbrev=False)
@@ -103,9 +116,14 @@ def main(argv: list[str]) -> int:
     if not 1025 <= args.port <= 40000:
         print(f"the port is invalid: {args.port} (1025-40000)", file=sys.stderr)
         return 2
+    held = hold_device_nodes()
     with open(args.logFile, "a", encoding="utf-8") as log:
         log.write(f"npu-exporter (simulated) listening on {args.ip}:{args.port}\n")
-    ThreadingHTTPServer((args.ip, args.port), Handler).serve_forever()
+    try:
+        ThreadingHTTPServer((args.ip, args.port), Handler).serve_forever()
+    finally:
+        for fd in held:
+            os.close(fd)
     return 0
 
 

@@ -184,6 +184,75 @@ def test_incompatible_pair_is_refused_before_install(cluster: Sim, site: str) ->
         assert "Nothing was installed" in line[0] and '"installer_rc": null' in line[0]
 
 
+def test_a_process_holding_the_npus_stops_the_upgrade_before_the_installer(cluster: Sim, site: str) -> None:
+    """A driver upgrade while a process holds /dev/davinci0 on a2-01 (the installer's checkUserProcess would
+    refuse with "The davinci nodes are occupied by some processes"): the role finds it first, names its pid
+    and command, and installs nothing; a2-02 is in a later batch and is not touched."""
+    from orchestrator.sim.packages import build_package, sha256_of
+    from orchestrator.sim.spec_writer import ARCH
+
+    spec_path = cluster.root / "inventories" / site / "site.yaml"
+    old = yaml.safe_load(spec_path.read_text())["software"]["driver"]
+    newer = "25.5.2"
+    pkg = build_package("driver", "910b", newer, cluster.root / "newer-driver", arch=ARCH)
+    up_site = f"{site}-upgrade"
+    (cluster.root / "inventories" / up_site).mkdir()
+    text = spec_path.read_text().replace(f"site: {site}\n", f"site: {up_site}\n")
+    text = text.replace(old["path"], str(pkg)).replace(old["sha256"], sha256_of(pkg))
+    text = text.replace(f"version: {old['version']}", f"version: {newer}")
+    (cluster.root / "inventories" / up_site / "site.yaml").write_text(text)
+    cluster.cli("render", up_site)
+    holder = "import time; f = open('/dev/davinci0'); time.sleep(600)"
+    pid = cluster.exec("a2-01", f'setsid python3 -c "{holder}" >/dev/null 2>&1 < /dev/null & echo $!').strip()
+    try:
+        proc = playbook(cluster, up_site, "drivers.yml")
+    finally:
+        cluster.exec("a2-01", f"kill {pid}")
+    assert proc.returncode != 0
+    assert {h: s["failed"] for h, s in recap(proc.stdout).items()} == {"a2-01": 1, "a2-02": 0}
+    line = re.search(r"(?m)^fatal: \[a2-01\]: FAILED! => .*$", proc.stdout)
+    assert line, proc.stdout[-3000:]
+    assert f"pid {pid} (python3 -c import time" in line[0] and "on /dev/davinci0" in line[0]
+    assert "Nothing was installed" in line[0]
+    before_failure = proc.stdout.split("fatal: [a2-01]")[0].split("processes that")[-1]
+    assert "install or upgrade the driver" not in before_failure
+    for server in SERVERS:
+        assert version_info(cluster, server, "driver") == DRIVER
+    # A service the plan names as a holder (rendered npu_driver_holder_services: the npu-exporter when the
+    # monitoring phase installs it) is stopped for the upgrade and started again after it.
+    install = "chmod 0755 /etc/init.d/npu-exporter && /etc/init.d/npu-exporter start"
+    cluster.exec("a2-01", f"cat > /etc/init.d/npu-exporter <<'EOF'\n{HOLDER_INIT}EOF\n{install}")
+    before = cluster.exec("a2-01", "cat /run/npu-exporter.pid").strip()
+    proc = playbook(cluster, up_site, "drivers.yml", "-e", '{"npu_driver_holder_services": ["npu-exporter"]}')
+    green(proc)
+    assert re.search(r"(?m)^changed: \[a2-01\] => \(item=npu-exporter\)", proc.stdout), proc.stdout[-3000:]
+    assert all(version_info(cluster, s, "driver") == newer for s in SERVERS)
+    after = cluster.exec("a2-01", "/etc/init.d/npu-exporter status >/dev/null && cat /run/npu-exporter.pid")
+    assert after.strip() not in ("", before)  # running again, a new process
+    cluster.exec("a2-01", "/etc/init.d/npu-exporter stop; rm -f /etc/init.d/npu-exporter")
+
+
+# An LSB service that holds /dev/davinci0 while it runs, as the npu-exporter does (its DCMI handles).
+HOLDER_INIT = """#!/bin/sh
+### BEGIN INIT INFO
+# Provides:          npu-exporter
+# Required-Start:    $remote_fs
+# Required-Stop:     $remote_fs
+# Default-Start:     2 3 4 5
+# Default-Stop:      0 1 6
+### END INIT INFO
+. /lib/lsb/init-functions
+PIDFILE=/run/npu-exporter.pid
+case "$1" in
+  start) start-stop-daemon --start --background --make-pidfile --pidfile $PIDFILE --exec /usr/bin/python3 \\
+           -- -c "import time; f = open('/dev/davinci0'); time.sleep(3600)" ;;
+  stop) start-stop-daemon --stop --pidfile $PIDFILE --remove-pidfile --retry 5 ;;
+  restart) $0 stop; $0 start ;;
+  status) status_of_proc -p $PIDFILE /usr/bin/python3 npu-exporter && exit 0 || exit $? ;;
+esac
+"""
+
+
 def test_missing_npu_card_fails_preflight_with_a_fix(cluster: Sim, site: str) -> None:
     """One card of a2-02 drops off the PCI bus (hardware.json loses it): preflight fails that server, says
     what it saw, what the spec wants and how to fix it; a2-01 passes."""

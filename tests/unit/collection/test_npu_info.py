@@ -4,6 +4,7 @@ ASCEND_SIM_ROOT, and a stand-in `docker` CLI that prints `docker inspect` JSON a
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -167,3 +168,35 @@ def test_check_mode_is_supported(tmp_path: Path) -> None:
     host(tmp_path / "r", HW_910B4)
     res = run_module(tmp_path / "r", "npu_info", {"containers": False}, check_mode=True)
     assert res["changed"] is False and "skipped" not in res
+
+
+def test_holders_lists_the_processes_with_a_device_node_open(tmp_path: Path) -> None:
+    """What the driver installer's checkUserProcess finds (every /proc/<pid>/fd): the process that holds a
+    node under the root, with its command line; nothing else (a file beside the nodes is not one)."""
+    root = host(tmp_path / "r", HW_910B4)
+    for name in ("davinci0", "davinci_manager", "davinci.conf"):
+        put(root, f"/dev/{name}", "")
+    script = "import sys,time; fs=[open(a) for a in sys.argv[1:]]; print('held', flush=True); time.sleep(60)"
+    holder = subprocess.Popen(
+        ["python3", "-c", script, str(root / "dev/davinci0"), str(root / "dev/davinci_manager")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    bystander = subprocess.Popen(
+        ["python3", "-c", script, str(root / "dev/davinci.conf")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert bystander.stdout is not None and bystander.stdout.readline().strip() == "held"
+        res = run_module(root, "npu_info", {"containers": False, "boards": False, "holders": True})
+        assert res.get("failed") is None, res.get("msg")
+        assert res["holders"]["checked"] is True
+        assert [(h["pid"], h["nodes"]) for h in res["holders"]["items"]] == [
+            (holder.pid, ["/dev/davinci0", "/dev/davinci_manager"])
+        ]
+        assert "python3 -c import sys,time" in res["holders"]["items"][0]["cmdline"]
+        assert info(root)["holders"] == {"checked": False, "reason": "not requested", "items": []}
+    finally:
+        for p in (holder, bystander):
+            p.kill()
+            p.wait()

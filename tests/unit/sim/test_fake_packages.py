@@ -361,3 +361,30 @@ def test_a3_driver_and_firmware(pkgs: dict[str, Path], tmp_path: Path) -> None:
         r"Uncompressing ATLAS-A3-HDK-NPU FIRMWARE RUN PACKAGE  100%  \n",
         run_package(tmp_path, pkgs["a3fw"], "--check").stdout,
     )
+
+
+def test_a_process_holding_a_device_node_blocks_the_upgrade(pkgs: dict[str, Path], tmp_path: Path) -> None:
+    """checkUserProcess (verylucky01/driver common.sh) reads every /proc/<pid>/fd: a process with a device
+    node open (the npu-exporter's DCMI handles) makes the installer refuse; once it exits, the upgrade
+    runs."""
+    host(tmp_path, HW_910B4)
+    assert run_package(tmp_path, pkgs["old"], *FULL).returncode == 0
+    node = tmp_path / "dev/davinci0"
+    assert node.exists()
+    script = "import sys,time; f=open(sys.argv[1]); print('held', flush=True); time.sleep(60)"
+    holder = subprocess.Popen(
+        ["python3", "-c", script, str(node)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        res = run_package(tmp_path, pkgs["driver"], "--nox11", "--upgrade", "--quiet")
+        assert res.returncode == 1
+        log = (tmp_path / "var/log/ascend_seclog/ascend_install.log").read_text(encoding="utf-8")
+        assert f"[WARNING]proc:/dev/davinci0 has user process: {holder.pid}" in log
+        assert OCCUPIED in [line.split("] ", 2)[2] for line in plain(res.stdout) if "] [" in line]
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run_package(tmp_path, pkgs["driver"], "--nox11", "--upgrade", "--quiet").returncode == 0

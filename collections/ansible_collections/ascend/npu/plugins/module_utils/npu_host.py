@@ -191,3 +191,47 @@ def device_containers(run: Runner, docker: str | None) -> dict[str, Any]:
                 }
             )
     return {"checked": True, "reason": "", "items": items}
+
+
+def device_holders(root: str, proc: str = "/proc") -> dict[str, Any]:
+    """Processes with an open file descriptor on an NPU device node, found as the driver installer's
+    checkUserProcess finds them (every /proc/<pid>/fd link; scripts/package/custom/driver/common/scripts/
+    common.sh in github.com/verylucky01/driver): the installer refuses to upgrade while one runs ("The davinci
+    nodes are occupied by some processes"). Nodes are matched under root (a test tree's dev/)."""
+    prefix = under(root, "/").rstrip("/")
+    items = []
+    try:
+        pids = [name for name in os.listdir(proc) if name.isdigit()]
+    except OSError as exc:
+        return {"checked": False, "reason": f"{proc} is not readable ({exc.strerror})", "items": []}
+    me = str(os.getpid())
+    for pid in pids:
+        if pid == me:
+            continue
+        fd_dir = os.path.join(proc, pid, "fd")
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:  # gone, or not ours to read
+            continue
+        nodes = set()
+        for fd in fds:
+            try:
+                target = os.readlink(os.path.join(fd_dir, fd))
+            except OSError:
+                continue
+            if prefix and not target.startswith(prefix + "/"):
+                continue
+            node = target[len(prefix):] if prefix else target
+            if DEVICE_NODE.match(node):
+                nodes.add(node)
+        if nodes:
+            cmdline = read_text("/", os.path.join(proc, pid, "cmdline")) or ""
+            items.append(
+                {
+                    "pid": int(pid),
+                    "comm": (read_text("/", os.path.join(proc, pid, "comm")) or "").strip(),
+                    "cmdline": " ".join(cmdline.split("\0")).strip(),
+                    "nodes": sorted(nodes),
+                }
+            )
+    return {"checked": True, "reason": "", "items": sorted(items, key=lambda i: i["pid"])}

@@ -25,6 +25,11 @@ options:
     description: List running Docker containers that hold NPU device nodes (C(docker ps) + C(docker inspect)).
     type: bool
     default: true
+  holders:
+    description: List processes with an open file descriptor on an NPU device node (C(/proc/<pid>/fd), as
+      the driver installer's checkUserProcess looks); the installer refuses an upgrade while one runs.
+    type: bool
+    default: false
   root:
     description: Root of the host file system the files and tools are read from (a chroot or image tree).
     type: path
@@ -112,6 +117,11 @@ containers:
   description: checked, reason, and items (id, name, image, devices) of running containers given NPU nodes.
   returned: always
   type: dict
+holders:
+  description: checked, reason, and items (pid, comm, cmdline, nodes) of processes holding NPU device nodes;
+    checked false with reason "not requested" unless holders is true.
+  returned: always
+  type: dict
 boot_status:
   description: available, devices (device id -> boot status, 16 = started), all_booted, error.
   returned: always
@@ -185,6 +195,11 @@ def gather(module: AnsibleModule) -> dict[str, Any]:
         "health": {"ok": bool(state["chips"]) and not unhealthy, "unhealthy": unhealthy},
         "processes": state["processes"],
         "containers": containers,
+        "holders": (
+            npu_host.device_holders(root)
+            if module.params["holders"]
+            else {"checked": False, "reason": "not requested", "items": []}
+        ),
         "boot_status": npu_host.boot_status(run, root),
         "wanted": version_info.wanted_state(
             driver["version"],
@@ -201,6 +216,7 @@ def main() -> None:
         argument_spec={
             "boards": {"type": "bool", "default": True},
             "containers": {"type": "bool", "default": True},
+            "holders": {"type": "bool", "default": False},
             "root": {"type": "path", "default": "/"},
             "driver_version": {"type": "str"},
             "firmware_version": {"type": "str"},
