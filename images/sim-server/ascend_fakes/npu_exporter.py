@@ -96,8 +96,12 @@ class Handler(BaseHTTPRequestHandler):
 def hold_device_nodes() -> list[int]:
     """The real exporter holds the NPUs through DCMI while it runs (open file descriptors on /dev/davinci*
     and davinci_manager), which is what makes the driver installer refuse an upgrade beside it."""
-    held = []
-    for name in sorted(os.listdir(simstate.p("/dev"))):
+    held: list[int] = []
+    try:
+        names = sorted(os.listdir(simstate.p("/dev")))
+    except OSError:  # no device nodes (no driver yet): nothing to hold
+        return held
+    for name in names:
         if name == "davinci_manager" or (name.startswith("davinci") and name[7:].isdigit()):
             try:
                 held.append(os.open(simstate.p(f"/dev/{name}"), os.O_RDONLY))

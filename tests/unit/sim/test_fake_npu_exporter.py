@@ -68,6 +68,8 @@ def test_the_zip_is_reproducible_and_holds_the_binary(tmp_path: Path) -> None:
 def test_the_exporter_serves_every_chip_and_the_faults(tmp_path: Path) -> None:
     root = host(tmp_path / "host", HW_910B4)
     put(root, "/var/lib/ascend-sim/faults.json", {"npu_unhealthy": [3], "link_down": [5]})
+    for node in ("davinci0", "davinci7", "davinci_manager", "davinci.conf"):  # the last is no device node
+        put(root, f"/dev/{node}", "")
     with zipfile.ZipFile(build_npu_exporter_package(tmp_path / "pkg", arch="aarch64")) as zf:
         zf.extractall(tmp_path / "bin")
     port = _free_port()
@@ -85,10 +87,15 @@ def test_the_exporter_serves_every_chip_and_the_faults(tmp_path: Path) -> None:
     )
     try:
         text = _scrape(f"http://127.0.0.1:{port}/metrics")
+        # it holds the device nodes while it runs, as the real one's DCMI handles do (the driver installer
+        # refuses to upgrade beside it)
+        links = [os.readlink(fd) for fd in Path(f"/proc/{proc.pid}/fd").iterdir()]
+        held = sorted(link.rsplit("/", 1)[1] for link in links if link.startswith(f"{root}/dev/"))
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=PATIENCE_S)
     assert b"Traceback" not in err, err.decode()
+    assert held == ["davinci0", "davinci7", "davinci_manager"]
     assert "# TYPE npu_chip_info_health_status gauge" in text
     samples = [line for line in text.splitlines() if line.startswith("npu_chip_info_health_status{")]
     assert len(samples) == 8 and all(re.search(r"\} [01] \d{13}$", s) for s in samples)
