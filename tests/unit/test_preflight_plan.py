@@ -102,18 +102,18 @@ def test_bad_reboot_policy_is_refused(pair: dict[str, Any], reboot: dict[str, An
     assert not result.ok and any(message in str(f) for f in result.errors)
 
 
-def test_the_exporter_is_stopped_for_a_driver_upgrade(pair: dict[str, Any]) -> None:
+def test_the_exporter_is_stopped_for_a_driver_upgrade(single: dict[str, Any]) -> None:
     """The exporter holds the device nodes while it runs (the driver installer refuses beside it): when the
     monitoring phase installs it, the drivers phase gets its service name, as the npu_exporter role names
     it."""
-    pair.setdefault("monitoring", {})["npu_exporter"] = {
+    single.setdefault("monitoring", {})["npu_exporter"] = {
         "version": "7.1.0",
         "url": "https://mirror.example.com/Ascend-mindxdl-npu-exporter_7.1.0_linux-aarch64.zip",
         "sha256": "0" * 64,
     }
     defaults = ROOT / "roles/npu_exporter/defaults/main.yml"
     role_defaults = yaml.safe_load(defaults.read_text(encoding="utf-8"))
-    npu = rendered(pair)["group_vars/npu.yml"]
+    npu = rendered(single)["group_vars/npu.yml"]
     assert npu["npu_driver_holder_services"] == [role_defaults["npu_exporter_service"]]
-    pair["monitoring"]["enabled"] = False  # no monitoring phase: no exporter runs
-    assert rendered(pair)["group_vars/npu.yml"]["npu_driver_holder_services"] == []
+    single["monitoring"]["enabled"] = False  # no monitoring phase: no exporter runs
+    assert rendered(single)["group_vars/npu.yml"]["npu_driver_holder_services"] == []
