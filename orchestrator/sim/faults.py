@@ -2,7 +2,7 @@
 
 State files inside the server (docs/simulator.md): /var/lib/ascend-sim/faults.json (read by the fake Ascend
 tools), /var/lib/ascend-sim/vllm-faults.json (read by the fake vLLM server), /var/lib/ascend-sim/sshd.disabled
-(ascend-sim-init keeps sshd and every SSH session down while it exists).
+(ssh.service and every SSH session stay down while it exists).
 
 - unreachable: mode "stop" = sshd and its sessions stop (connections are refused); mode "pause" = the whole
   container is frozen (connections hang, like a hung host). `back` undoes both.
@@ -134,7 +134,10 @@ def unreachable(srv: Server, mode: str) -> str:
         return f"{srv.info.name} is frozen (container paused): SSH to {srv.info.address} hangs"
     if mode != "stop":
         raise SimError(f"Unknown mode '{mode}'. Fix: use --mode stop or --mode pause.")
-    srv.sh("touch", SSHD_DISABLED)
+    # the file keeps ssh.service down, also across reboots (its drop-in's ConditionPathExists); every
+    # process of the unit is killed, SSH sessions included (UsePAM no: they stay in ssh.service's cgroup)
+    srv.sh("sh", "-c", f"touch {SSHD_DISABLED} && systemctl kill --kill-who=all --signal=SIGKILL ssh.service"
+           "; systemctl stop ssh.service")
     _wait(lambda: not ssh_banner(srv.info.address, 0.3), f"sshd on {srv.info.address} to stop")
     return f"{srv.info.name} is unreachable: sshd stopped, SSH to {srv.info.address} is refused"
 
@@ -143,7 +146,8 @@ def back(srv: Server) -> str:
     srv.ctr.reload()
     if srv.ctr.status == "paused":
         srv.ctr.unpause()
-    srv.sh("rm", "-f", SSHD_DISABLED)
+    srv.sh("sh", "-c", f"rm -f {SSHD_DISABLED} && systemctl reset-failed ssh.service; "
+           "systemctl start ssh.service")
     _wait(lambda: ssh_banner(srv.info.address, 0.5), f"sshd on {srv.info.address} to answer")
     return f"{srv.info.name} is reachable again at {srv.info.address}"
 
@@ -156,10 +160,11 @@ def reboot(srv: Server, timeout_s: float = 120.0) -> str:
 
     def booted() -> bool:
         try:
-            now = srv.sh("sh", "-c", "cat /run/ascend-sim/booted 2>/dev/null || true").split()
+            now = srv.sh("sh", "-c", f"cat {STATE}/boot_id; systemctl is-system-running || true").split()
         except SimError:  # between the old boot and the new one
             return False
-        return bool(now) and now[0] != old and ssh_banner(srv.info.address, 0.5)
+        done = len(now) == 2 and now[0] != old and now[1] in ("running", "degraded")
+        return done and ssh_banner(srv.info.address, 0.5)
 
     _wait(booted, f"{srv.info.name} to boot again", timeout_s)
     new = srv.sh("cat", f"{STATE}/boot_id").strip()

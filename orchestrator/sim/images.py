@@ -64,6 +64,9 @@ BASE_PACKAGES = (
     "gcc",
     "net-tools",
     "dpkg-dev",
+    "systemd",
+    "systemd-sysv",
+    "dbus",
 )
 # What the roles install with apt on a Debian server (container_runtime: python3-docker beside docker.io;
 # node_exporter; prometheus on the monitoring host; npu_exporter: unzip; vllm_image: zstd), downloaded with

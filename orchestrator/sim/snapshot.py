@@ -62,7 +62,7 @@ MANIFEST = "snapshot.json"
 FORMAT = 1
 STOP_TIMEOUT_S = 60
 BOOT_TIMEOUT_S = 120.0
-# ascend-sim-init unpacks this into /data at the first boot after a restore, before any service starts
+# ascend-sim-boot unpacks this into /data at the first boot after a restore, before any service starts
 RESTORE_DATA = "/var/lib/ascend-sim/restore-data.tar"
 
 Say = Callable[[str], None]

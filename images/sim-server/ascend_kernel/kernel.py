@@ -2,7 +2,7 @@
 resolve / read / write / listdir / glob. The FUSE adapter, the boot sequence and the unit tests all go
 through this class, so a value is validated the same way whoever writes it.
 
-Mount points (MOUNTS): ascend-sim-init binds each of these emulated directories over the real one.
+Mount points (MOUNTS): ascend-sim-boot binds each of these emulated entries over the real one.
 """
 
 from __future__ import annotations
@@ -17,8 +17,25 @@ from ascend_kernel import irqs, modules, procfs, sysfs
 from ascend_kernel.state import REAL_PROC, KernelError, State, enoent, p
 from ascend_kernel.tree import Dir, File, Link, Node, RealDir, RealFile, StaticDir, ro, static
 
-MOUNTS = (
+# The trees the FUSE filesystem serves (its /proc links every other entry to the real procfs).
+TREES = (
     "/proc",
+    "/sys/kernel/mm/transparent_hugepage",
+    "/sys/kernel/mm/hugepages",
+    "/sys/devices/system/cpu",
+    "/sys/kernel/debug",
+    "/sys/module",
+    "/sys/bus/pci/devices",
+)
+# What is bound over the real ones: /proc itself stays the kernel's procfs (systemd and its tools check
+# that /proc is a procfs, statfs(2) PROC_SUPER_MAGIC: systemd-tmpfiles refuses to run on a FUSE /proc), so
+# only the emulated entries of /proc are bound, files included, the way LXCFS binds its /proc files.
+MOUNTS = (
+    "/proc/sys",
+    "/proc/irq",
+    "/proc/interrupts",
+    "/proc/modules",
+    "/proc/meminfo",
     "/sys/kernel/mm/transparent_hugepage",
     "/sys/kernel/mm/hugepages",
     "/sys/devices/system/cpu",
@@ -151,7 +168,7 @@ class Kernel:
         return node
 
     def _inside(self, path: str) -> bool:
-        return any(path == m or path.startswith(m + "/") for m in MOUNTS)
+        return any(path == m or path.startswith(m + "/") for m in TREES)
 
     def read(self, path: str) -> str:
         node = self.resolve(path)

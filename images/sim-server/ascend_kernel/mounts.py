@@ -1,4 +1,4 @@
-"""Putting the emulated kernel in place, for ascend-sim-init (PID 1, CAP_SYS_ADMIN, no --privileged).
+"""Putting the emulated kernel in place, for ascend-sim-boot (systemd units; CAP_SYS_ADMIN, no --privileged).
 
 up(): a recursive bind of the container's own /proc at REAL_PROC (read-only parts stay read-only: Docker's
 ReadonlyPaths and MaskedPaths come along), the FUSE daemon at MOUNT, then each emulated directory of
@@ -32,6 +32,19 @@ def _mount(source: str, target: str, flags: int) -> None:
     if _libc.mount(source.encode(), target.encode(), None, flags, None) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount --bind {source} {target}: {os.strerror(err)}")
+
+
+def umount_detach(target: str) -> None:
+    if _libc.umount2(target.encode(), MNT_DETACH) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"umount -l {target}: {os.strerror(err)}")
+
+
+def mount_tmpfs(target: str, options: str) -> None:
+    """A fresh tmpfs (the next boot's /run)."""
+    if _libc.mount(b"tmpfs", target.encode(), b"tmpfs", 0, options.encode()) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount -t tmpfs tmpfs {target}: {os.strerror(err)}")
 
 
 def fs_type(path: str) -> int | None:
@@ -95,7 +108,7 @@ def up(log: Callable[[str], None], log_path: str) -> subprocess.Popen[bytes] | N
         down()
         return None
     for target in MOUNTS:
-        if not os.path.isdir(target):
+        if not os.path.exists(target):
             log(f"kernel: {target} does not exist on this kernel: not emulated")
             continue
         _mount(MOUNT + target, target, MS_BIND)

@@ -3,7 +3,7 @@ and a gateway host, both in the group container_runtime): converge, the running 
 a second apply changes nothing, and check mode reports exactly the host whose daemon.json was edited
 (without touching it); a normal apply then puts it back.
 
-Needs the simulator's /etc/init.d/docker that drives the simulated server's dockerd (images/sim-server)."""
+The simulated server's dockerd is Debian's docker.service under systemd (images/sim-server)."""
 
 from __future__ import annotations
 

@@ -220,36 +220,26 @@ def test_a_process_holding_the_npus_stops_the_upgrade_before_the_installer(clust
         assert version_info(cluster, server, "driver") == DRIVER
     # A service the plan names as a holder (rendered npu_driver_holder_services: the npu-exporter when the
     # monitoring phase installs it) is stopped for the upgrade and started again after it.
-    install = "chmod 0755 /etc/init.d/npu-exporter && /etc/init.d/npu-exporter start"
-    cluster.exec("a2-01", f"cat > /etc/init.d/npu-exporter <<'EOF'\n{HOLDER_INIT}EOF\n{install}")
-    before = cluster.exec("a2-01", "cat /run/npu-exporter.pid").strip()
+    unit = "/etc/systemd/system/npu-exporter.service"
+    cluster.exec("a2-01", f"cat > {unit} <<'EOF'\n{HOLDER_UNIT}EOF\n"
+                          "systemctl daemon-reload && systemctl start npu-exporter")  # fmt: skip
+    main_pid = "systemctl show -p MainPID --value npu-exporter"
+    before = cluster.exec("a2-01", main_pid).strip()
     proc = playbook(cluster, up_site, "drivers.yml", "-e", '{"npu_driver_holder_services": ["npu-exporter"]}')
     green(proc)
     assert re.search(r"(?m)^changed: \[a2-01\] => \(item=npu-exporter\)", proc.stdout), proc.stdout[-3000:]
     assert all(version_info(cluster, s, "driver") == newer for s in SERVERS)
-    after = cluster.exec("a2-01", "/etc/init.d/npu-exporter status >/dev/null && cat /run/npu-exporter.pid")
-    assert after.strip() not in ("", before)  # running again, a new process
-    cluster.exec("a2-01", "/etc/init.d/npu-exporter stop; rm -f /etc/init.d/npu-exporter")
+    after = cluster.exec("a2-01", f"systemctl is-active --quiet npu-exporter && {main_pid}")
+    assert after.strip() not in ("", "0", before)  # running again, a new process
+    cluster.exec("a2-01", f"systemctl stop npu-exporter; rm -f {unit}; systemctl daemon-reload")
 
 
-# An LSB service that holds /dev/davinci0 while it runs, as the npu-exporter does (its DCMI handles).
-HOLDER_INIT = """#!/bin/sh
-### BEGIN INIT INFO
-# Provides:          npu-exporter
-# Required-Start:    $remote_fs
-# Required-Stop:     $remote_fs
-# Default-Start:     2 3 4 5
-# Default-Stop:      0 1 6
-### END INIT INFO
-. /lib/lsb/init-functions
-PIDFILE=/run/npu-exporter.pid
-case "$1" in
-  start) start-stop-daemon --start --background --make-pidfile --pidfile $PIDFILE --exec /usr/bin/python3 \\
-           -- -c "import time; f = open('/dev/davinci0'); time.sleep(3600)" ;;
-  stop) start-stop-daemon --stop --pidfile $PIDFILE --remove-pidfile --retry 5 ;;
-  restart) $0 stop; $0 start ;;
-  status) status_of_proc -p $PIDFILE /usr/bin/python3 npu-exporter && exit 0 || exit $? ;;
-esac
+# A service that holds /dev/davinci0 while it runs, as the npu-exporter does (its DCMI handles).
+HOLDER_UNIT = """[Unit]
+Description=stand-in for the npu-exporter: holds /dev/davinci0
+
+[Service]
+ExecStart=/usr/bin/python3 -c "import time; f = open('/dev/davinci0'); time.sleep(3600)"
 """
 
 

@@ -60,7 +60,7 @@ def test_converge_then_nothing_to_change(tuned: Sim) -> None:
     assert sh(tuned, "sysctl -n vm.swappiness kernel.numa_balancing").split() == ["0", "0"]
     # Debian 12 runs Linux 6.1: the migration cost lives in debugfs there (Linux >= 5.13)
     assert sh(tuned, "cat /sys/kernel/debug/sched/migration_cost_ns") == "50000"
-    assert "not running" in sh(tuned, "/etc/init.d/irqbalance status")
+    assert sh(tuned, "systemctl is-active irqbalance.service || true") == "inactive"
     assert sh(tuned, "cat /sys/module/mlx5_core/parameters/probe_vf") == "N"
     irq = sh(tuned, "ls /sys/bus/pci/devices/0000:c1:00.0/msi_irqs | head -1")
     local = sh(tuned, "cat /sys/bus/pci/devices/0000:c1:00.0/local_cpulist")

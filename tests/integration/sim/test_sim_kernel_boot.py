@@ -1,6 +1,6 @@
 """A simulated server's kernel settings are its own, a reboot resets them to the kernel defaults, and the boot
 re-applies the persistent files the way systemd does (sysctl.d, modules-load.d + modprobe.d, tmpfiles.d `w`
-lines, enabled init scripts). The controller's kernel is never written."""
+lines, enabled units: systemd is PID 1). The controller's kernel is never written."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_reboot_resets_and_boot_reapplies(one: Sim) -> None:
         f"printf 'w {THP}/enabled - - - - never\\n' > /etc/tmpfiles.d/90-test.conf; "
         "echo mlx5_core > /etc/modules-load.d/90-test.conf; "
         "echo 'options mlx5_core debug_mask=3' > /etc/modprobe.d/90-test.conf; "
-        "update-rc.d irqbalance disable >/dev/null 2>&1; "
+        "systemctl disable --quiet irqbalance.service; "
         # live-only changes, which a reboot must undo
         "echo performance > /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor; "
         "echo 50000 > /sys/kernel/debug/sched/migration_cost_ns; "
@@ -68,16 +68,20 @@ def test_reboot_resets_and_boot_reapplies(one: Sim) -> None:
     assert "hns3" not in sh(one, "lsmod")
     assert sh(one, "cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor") == "schedutil"
     assert sh(one, "cat /sys/kernel/debug/sched/migration_cost_ns") == "500000"
-    assert "not running" in sh(one, "/etc/init.d/irqbalance status || true")
-    assert sh(one, "/etc/init.d/docker status >/dev/null && echo up") == "up"
+    assert sh(one, "systemctl is-active irqbalance.service || true") == "inactive"
+    assert sh(one, "systemctl is-active docker.service") == "active"
+    # a clean boot: no unit failed (the emulated /proc entries do not upset systemd's own tools)
+    assert sh(one, "systemctl is-system-running || true") == "running"
     assert controller() == before
 
 
-def test_service_module_drives_init_scripts(one: Sim) -> None:
+def test_service_module_drives_systemd_units(one: Sim) -> None:
     res = one.ansible(
         SERVER, "-m", "ansible.builtin.service", "-a", "name=irqbalance state=started enabled=true"
     )
     assert '"changed": true' in res.stdout
-    assert "is running" in sh(one, "/etc/init.d/irqbalance status")
+    assert sh(one, "systemctl is-active irqbalance.service; systemctl is-enabled irqbalance.service") == (
+        "active\nenabled"
+    )
     facts = one.ansible(SERVER, "-m", "ansible.builtin.setup", "-a", "filter=ansible_service_mgr").stdout
-    assert '"ansible_service_mgr": "sysvinit"' in facts
+    assert '"ansible_service_mgr": "systemd"' in facts

@@ -216,18 +216,13 @@ def test_tmpfiles_w_lines_only_touch_emulated_files(root: Path, kernel: Kernel) 
     assert log == ["tmpfiles: /proc/sys/kernel/ostype: not an emulated kernel file, left to the OS"]
 
 
-def test_sysv_boot_order_from_rc_links(tmp_path: Path) -> None:
-    from ascend_init import sysv
+def test_proc_itself_stays_the_kernels_procfs() -> None:
+    """systemd's tools check statfs("/proc") == PROC_SUPER_MAGIC (systemd-tmpfiles refuses to run on a FUSE
+    /proc): only entries under /proc are bound, never /proc itself."""
+    from ascend_kernel.kernel import MOUNTS, TREES
 
-    for name in ("docker", "irqbalance", "ssh", "gone"):
-        if name != "gone":
-            put(tmp_path, f"/etc/init.d/{name}", "#!/bin/sh\n")
-    for link in ("S01irqbalance", "S01docker", "S01ssh", "S02gone", "K01docker"):
-        (tmp_path / "etc/rc2.d").mkdir(parents=True, exist_ok=True)
-        (tmp_path / "etc/rc2.d" / link).symlink_to(f"../init.d/{link[3:]}")
-    # update-rc.d order: names sorted; ssh is the init's own; a link to a removed script is skipped
-    assert sysv.links("2", "S", str(tmp_path)) == ["docker", "irqbalance"]
-    assert sysv.links("2", "K", str(tmp_path)) == ["docker"]
+    assert "/proc" not in MOUNTS and "/proc" in TREES
+    assert {"/proc/sys", "/proc/meminfo", "/proc/modules", "/proc/interrupts", "/proc/irq"} <= set(MOUNTS)
 
 
 def test_hardware_json_sizes_the_cpu_tree(root: Path) -> None:
