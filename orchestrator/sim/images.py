@@ -3,9 +3,10 @@
 - `ascend-sim-base:<hash12>`: debootstrap bookworm minbase + the packages below, imported with
   `docker import`. The tag is a content hash of the recipe, so a built base is reused until the recipe
   changes (kept by `sim down`, removed by `sim down --purge`).
-- `ascend-sim-server:<hash12>`: FROM the base, adds `images/sim-server/` (init, reboot/shutdown wrappers,
-  lspci and kmod wrappers, sshd config, the emulated kernel `ascend_kernel/`, the service manager
-  `ascend_init/` and the fake tools of `ascend_fakes/`). One per content hash (base + images/sim-server/),
+- `ascend-sim-server:<hash12>`: FROM the base (which has systemd, PID 1 of every server), adds
+  `images/sim-server/` (the boot script systemd runs for reboots, the units and generator in `systemd/`,
+  lspci and kmod wrappers, sshd config, the emulated kernel `ascend_kernel/` and the fake tools of
+  `ascend_fakes/`). One per content hash (base + images/sim-server/),
   shared by every cluster, kept by `sim down` (removed by `sim down --purge`).
 - `ascend-sim-server:<hash12>-<cluster>`: the shared image plus the label `io.ascend-sim.cluster=<cluster>`
   (a configuration-only layer: nothing copied), which is what `sim down` removes.

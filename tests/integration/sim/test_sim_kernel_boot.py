@@ -4,12 +4,16 @@ lines, enabled units: systemd is PID 1). The controller's kernel is never writte
 
 from __future__ import annotations
 
+import re
+import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.integration.sim.sim_helpers import Sim, module_cluster
+from orchestrator.sim.images import LABEL_CLUSTER
+from tests.integration.sim.sim_helpers import REPO, Sim, engine, module_cluster
 
 pytestmark = pytest.mark.integration
 SERVER = "a2-01"
@@ -85,3 +89,72 @@ def test_service_module_drives_systemd_units(one: Sim) -> None:
     )
     facts = one.ansible(SERVER, "-m", "ansible.builtin.setup", "-a", "filter=ansible_service_mgr").stdout
     assert '"ansible_service_mgr": "systemd"' in facts
+
+
+# this checkout first on sys.path (the virtualenv may point at another checkout: an editable install)
+PYTHONPATH = {"PYTHONPATH": str(REPO)}
+
+
+def _controller_on_systemd(one: Sim) -> object:
+    """A container of the server image (systemd as PID 1) that acts as the controller: this checkout, its
+    virtualenv and Python bound read-only at their own paths, the cluster's project root read-write. No
+    network: the drift check it schedules finds every host unreachable (exit 4), quickly."""
+    docker = engine()
+    image = docker.containers.get(one.container(SERVER)).image
+    binds = {str(one.root): {"bind": str(one.root), "mode": "rw"}}
+    for path in (REPO, Path(sys.prefix), Path(sys.base_prefix)):
+        inside = path != REPO and path.resolve().is_relative_to(REPO.resolve())
+        if not inside and not str(path).startswith("/usr"):  # a Debian python3.11 is the image's own
+            binds[str(path.resolve())] = {"bind": str(path.resolve()), "mode": "ro"}
+    return docker.containers.run(
+        image.id,
+        name=f"ascend-sim-{one.name}-controller-{uuid.uuid4().hex[:6]}",
+        hostname="controller",
+        network_mode="none",
+        cap_add=["SYS_ADMIN"],
+        devices=["/dev/fuse:/dev/fuse:rwm"],  # the emulated kernel's unit waits for it
+        security_opt=["seccomp=unconfined", "apparmor=unconfined"],
+        volumes={"/sys/fs/cgroup": {"bind": "/sys/fs/cgroup", "mode": "rw"}, **binds},
+        tmpfs={"/run": "mode=755"},
+        labels={LABEL_CLUSTER: one.name},  # `sim down` removes it whatever happens here
+        detach=True,
+    )
+
+
+def test_drift_schedule_enables_and_removes_its_timer_where_systemd_runs(one: Sim) -> None:
+    """`orchestrator drift schedule` on a controller that runs systemd: it writes the units into
+    /etc/systemd/system, runs `systemctl daemon-reload` and `systemctl enable --now`, the service it wrote
+    runs the drift check (its textfile reports the unreachable host), and --remove disables and deletes
+    both."""
+    ctr = _controller_on_systemd(one)
+    unit = f"orchestrator-drift-{one.name}"
+
+    def run(script: str) -> tuple[int, str]:
+        res = ctr.exec_run(["sh", "-c", script], environment=PYTHONPATH)  # type: ignore[attr-defined]
+        return int(res.exit_code), str(res.output.decode())
+
+    try:
+        boot = "until [ -S /run/systemd/private ]; do sleep 0.1; done; systemctl is-system-running --wait"
+        code, out = run(f"timeout 60 sh -c '{boot}'")
+        assert out.strip() in ("running", "degraded"), out
+        run(f"systemctl set-environment PYTHONPATH={REPO}")  # for the service the timer starts, too
+        cli = f"{sys.executable} -m orchestrator --root {one.root}"
+        code, out = run(f"cd {one.root} && {cli} drift schedule {one.name} --every 1h 2>&1")
+        assert code == 0, out
+        assert f"enabled {unit}.timer" in out, out
+        code, out = run(f"systemctl is-enabled {unit}.timer; systemctl is-active {unit}.timer")
+        assert out.split() == ["enabled", "active"], out
+        code, out = run(f"systemctl show -P NextElapseUSecMonotonic {unit}.timer")
+        assert out.strip() not in ("", "0", "infinity"), out
+        # the service the timer starts: a oneshot whose exit 4 (unreachable) is a finding, not a failure
+        code, out = run(f"systemctl start {unit}.service; systemctl show -P Result {unit}.service")
+        assert code == 0 and out.strip().endswith("success"), out
+        code, out = run(f"cat /var/lib/prometheus/node-exporter/orchestrator_drift_{one.name}.prom")
+        unreachable = rf'^orchestrator_drift_host_unreachable{{host="{SERVER}".*}} 1\.0$'
+        assert code == 0 and re.search(unreachable, out, re.M), out
+        code, out = run(f"cd {one.root} && {cli} drift schedule {one.name} --remove 2>&1")
+        assert code == 0 and "removed" in out, out
+        code, out = run(f"systemctl is-enabled {unit}.timer 2>&1; ls /etc/systemd/system/{unit}.* 2>&1")
+        assert "enabled" not in out.split() and "No such file" in out, out
+    finally:
+        ctr.remove(force=True)  # type: ignore[attr-defined]
