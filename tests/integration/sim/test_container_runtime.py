@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.sim.sim_helpers import Sim, ansible_playbook, module_cluster, recap
+from tests.integration.sim.sim_helpers import Sim, module_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -46,23 +46,6 @@ def test_converge_then_nothing_changes(engine_cluster: Sim) -> None:
         assert config["log-opts"] == {"max-size": "100m", "max-file": "5"}
     rc, again = host_phase(engine_cluster)
     assert rc == 0 and changed(again) == {"a2-01": 0, "gw-01": 0}
-
-
-def test_the_host_phase_runs_alone_with_plain_ansible_playbook(engine_cluster: Sim) -> None:
-    """docs/playbooks.md's `ansible-playbook -i inventories/<site>/hosts.yml playbooks/site.yml --tags host
-    --check --diff` after the converge, without a fact cache (a new controller, or facts older than the
-    cache's timeout): the other phases' plays gather nothing and must not read a fact; nothing would
-    change. (tests/unit/test_phase_tags_alone.py holds every phase tag to the same on every example.)"""
-    inventory = f"inventories/{engine_cluster.name}/hosts.yml"
-    proc = ansible_playbook(
-        engine_cluster.root,
-        inventory,
-        "site.yml",
-        *("--tags", "host", "--check", "--diff"),
-        env_extra={"ANSIBLE_CACHE_PLUGIN": "memory"},
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert {h: r["changed"] for h, r in recap(proc.stdout).items()} == {"a2-01": 0, "gw-01": 0}
 
 
 def test_check_mode_names_the_edited_host_only(engine_cluster: Sim) -> None:

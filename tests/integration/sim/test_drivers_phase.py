@@ -187,19 +187,21 @@ def test_incompatible_pair_is_refused_before_install(cluster: Sim, site: str) ->
 def test_a_process_holding_the_npus_stops_the_upgrade_before_the_installer(cluster: Sim, site: str) -> None:
     """A driver upgrade while a process holds /dev/davinci0 on a2-01 (the installer's checkUserProcess would
     refuse with "The davinci nodes are occupied by some processes"): the role finds it first, names its pid
-    and command, and installs nothing; a2-02 is in a later batch and is not touched."""
+    and command, and installs nothing; a2-02 is in a later batch and is not touched. The new driver is an RC
+    release written as Huawei's portal writes it (26.0.RC1) while the package and the host say 26.0.rc1: the
+    upgrade verifies and a check run afterwards reports nothing to do."""
     from orchestrator.sim.packages import build_package, sha256_of
     from orchestrator.sim.spec_writer import ARCH
 
     spec_path = cluster.root / "inventories" / site / "site.yaml"
     old = yaml.safe_load(spec_path.read_text())["software"]["driver"]
-    newer = "25.5.2"
+    newer, portal = "26.0.rc1", "26.0.RC1"
     pkg = build_package("driver", "910b", newer, cluster.root / "newer-driver", arch=ARCH)
     up_site = f"{site}-upgrade"
     (cluster.root / "inventories" / up_site).mkdir()
     text = spec_path.read_text().replace(f"site: {site}\n", f"site: {up_site}\n")
     text = text.replace(old["path"], str(pkg)).replace(old["sha256"], sha256_of(pkg))
-    text = text.replace(f"version: {old['version']}", f"version: {newer}")
+    text = text.replace(f"version: {old['version']}", f"version: {portal}")
     (cluster.root / "inventories" / up_site / "site.yaml").write_text(text)
     cluster.cli("render", up_site)
     holder = "import time; f = open('/dev/davinci0'); time.sleep(600)"
@@ -232,6 +234,8 @@ def test_a_process_holding_the_npus_stops_the_upgrade_before_the_installer(clust
     after = cluster.exec("a2-01", f"systemctl is-active --quiet npu-exporter && {main_pid}")
     assert after.strip() not in ("", "0", before)  # running again, a new process
     cluster.exec("a2-01", f"systemctl stop npu-exporter; rm -f {unit}; systemctl daemon-reload")
+    stats = green(playbook(cluster, up_site, "drivers.yml", "--check"))
+    assert {h: s["changed"] for h, s in stats.items()} == dict.fromkeys(SERVERS, 0), stats
 
 
 # A service that holds /dev/davinci0 while it runs, as the npu-exporter does (its DCMI handles).

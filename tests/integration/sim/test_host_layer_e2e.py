@@ -1,23 +1,22 @@
 """The whole host layer end to end on one simulated cluster (three Atlas 800T A2 servers, the first two
 serving one multi-node replica, and a monitoring host, over real SSH): `orchestrator apply` of every
 host-layer phase converges, a second apply changes nothing, check mode after converge reports nothing
-(through `orchestrator apply --check` and through plain `ansible-playbook ... site.yml --check --diff` from
-the checkout's root), the settings survive a simulated reboot, and one manual edit is reported by check mode
-on exactly that host, in phase host, by the task that owns it, without being undone. The tests run in file
-order on one module-scoped cluster."""
+(`orchestrator apply --check`; plain `ansible-playbook ... site.yml --tags P --check --diff` from the
+checkout's root: test_status_served.py), the settings survive a simulated reboot, and one manual edit is
+reported by check mode on exactly that host, in phase host, by the task that owns it, without being undone.
+The tests run in file order on one module-scoped cluster."""
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.integration.sim.sim_helpers import BIN, ENV, RECAP, REPO, Sim, module_cluster
+from tests.integration.sim.sim_helpers import Sim, module_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -131,33 +130,6 @@ def test_check_mode_after_converge_reports_nothing(sim: Sim) -> None:
     out = apply_json(sim, "--check")
     assert out["check"] is True
     converged(out)
-
-
-def test_plain_ansible_playbook_check_diff_from_the_checkout_reports_nothing(sim: Sim) -> None:
-    """The README's second way: plain ansible-playbook from the checkout's root (its ansible.cfg finds the
-    roles and the ascend.npu collection), the site's rendered inventory."""
-    inventory = sim.root / "inventories" / sim.name / "hosts.yml"
-    proc = subprocess.run(
-        [
-            str(BIN / "ansible-playbook"),
-            "-i",
-            str(inventory),
-            "playbooks/site.yml",
-            "--check",
-            "--diff",
-            "--tags",
-            ",".join(HOST_LAYER),
-        ],
-        cwd=REPO,
-        env={**ENV, "ANSIBLE_FORCE_COLOR": "0"},
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=False,
-    )
-    recap = {m[0]: [int(x) for x in m[1:]] for m in RECAP.findall(proc.stdout)}
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert {h: r[1:] for h, r in recap.items()} == {h: [0, 0, 0] for h in [*NPU, MONITORING]}, recap
 
 
 # The live state a reboot resets and the boot must bring back (sysctl.d, THP via tmpfiles.d, modprobe.d,

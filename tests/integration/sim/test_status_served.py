@@ -6,6 +6,8 @@ applied):
   Docker reports for the running container, no request running, no gateway;
 - two slow completions in flight show as 2 requests running (vllm:num_requests_running);
 - a replica whose /health answers 503 is reported unhealthy, exit 3;
+- every phase tag runs alone with plain ansible-playbook (docs/playbooks.md), in apply and in check mode,
+  and changes nothing on the served server;
 - `orchestrator drift`: every phase in sync after the apply (exit 0); a replica whose /health answers 503 is
   drift in serve only (exit 3); a weights file that no longer matches the manifest is drift in weights
   naming the file (model.source.repair, the default: apply would move it aside and copy it again; exit 3);
@@ -15,6 +17,8 @@ applied):
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import threading
 import time
 import urllib.request
@@ -27,7 +31,7 @@ import yaml
 from orchestrator.cli import exits
 from tests.integration.sim import goldens
 from tests.integration.sim.serving_helpers import sh
-from tests.integration.sim.sim_helpers import Sim
+from tests.integration.sim.sim_helpers import BIN, ENV, REPO, Sim, ansible_playbook, recap
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("s1"))]
 
@@ -59,6 +63,52 @@ def replica_container(sim: Sim) -> str:
     hv = yaml.safe_load((sim.root / "inventories" / sim.name / "host_vars" / f"{SERVER}.yml").read_text())
     name: str = hv["vllm_serve_instances"][0]["container_name"]
     return name
+
+
+PHASES = [
+    p["ansible.builtin.import_playbook"].removesuffix(".yml")
+    for p in yaml.safe_load((REPO / "playbooks" / "site.yml").read_text())
+]
+# the always-tagged parts every play of every phase runs (tests/unit/test_phase_tags_alone.py)
+ALWAYS = ("Validating arguments", "Inventory |", "Phase | record")
+
+
+def _alone(cluster: Sim, phase: str, check: bool) -> subprocess.CompletedProcess[str]:
+    """Apply mode: the rendered ansible.cfg (ANSIBLE_CONFIG) from the project root, its fact cache off. Check
+    mode: the README's second way, from the checkout's root with its own ansible.cfg (no fact cache)."""
+    inventory = f"inventories/{cluster.name}/hosts.yml"
+    if not check:
+        return ansible_playbook(
+            cluster.root, inventory, "site.yml", "--tags", phase, env_extra={"ANSIBLE_CACHE_PLUGIN": "memory"}
+        )
+    argv = [str(BIN / "ansible-playbook"), "-i", str(cluster.root / inventory), "playbooks/site.yml"]
+    return subprocess.run(
+        [*argv, "--tags", phase, "--check", "--diff"],
+        cwd=REPO,
+        env={**ENV, "ANSIBLE_FORCE_COLOR": "0"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("phase", PHASES)
+def test_each_phase_tag_runs_alone_in_apply_and_check_mode(
+    cluster: Sim, served: dict[str, Any], phase: str
+) -> None:
+    """`ansible-playbook -i inventories/<site>/hosts.yml playbooks/site.yml --tags P [--check --diff]` on the
+    served server, without a fact cache (a new controller, or facts older than the cache's timeout): the
+    other phases' plays gather nothing and must not read a fact, P's own tasks run where the converging
+    apply ran P, and nothing changes."""
+    hosts = {h for p in served["phases"] if p["name"] == phase for h in p["hosts"]}
+    for check in (False, True):
+        proc = _alone(cluster, phase, check)
+        stats = recap(proc.stdout)
+        assert proc.returncode == 0 and stats, proc.stdout[-4000:] + proc.stderr[-2000:]
+        assert all(s["changed"] == s["failed"] == s["unreachable"] == 0 for s in stats.values()), stats
+        own = [t for t in re.findall(r"(?m)^TASK \[(.*)\]", proc.stdout) if not any(w in t for w in ALWAYS)]
+        assert own or not hosts, (phase, check, hosts)
 
 
 def test_status_of_a_served_replica(cluster: Sim, served: dict[str, Any]) -> None:
