@@ -17,9 +17,7 @@ from ascend_kernel import irqs, modules, procfs, sysfs
 from ascend_kernel.state import REAL_PROC, KernelError, State, enoent, p
 from ascend_kernel.tree import Dir, File, Link, Node, RealDir, RealFile, StaticDir, ro, static
 
-# The trees the FUSE filesystem serves (its /proc links every other entry to the real procfs).
-TREES = (
-    "/proc",
+SYS_TREES = (
     "/sys/kernel/mm/transparent_hugepage",
     "/sys/kernel/mm/hugepages",
     "/sys/devices/system/cpu",
@@ -27,22 +25,12 @@ TREES = (
     "/sys/module",
     "/sys/bus/pci/devices",
 )
+# The trees the FUSE filesystem serves (its /proc links every other entry to the real procfs).
+TREES = ("/proc", *SYS_TREES)
 # What is bound over the real ones: /proc itself stays the kernel's procfs (systemd and its tools check
 # that /proc is a procfs, statfs(2) PROC_SUPER_MAGIC: systemd-tmpfiles refuses to run on a FUSE /proc), so
 # only the emulated entries of /proc are bound, files included, the way LXCFS binds its /proc files.
-MOUNTS = (
-    "/proc/sys",
-    "/proc/irq",
-    "/proc/interrupts",
-    "/proc/modules",
-    "/proc/meminfo",
-    "/sys/kernel/mm/transparent_hugepage",
-    "/sys/kernel/mm/hugepages",
-    "/sys/devices/system/cpu",
-    "/sys/kernel/debug",
-    "/sys/module",
-    "/sys/bus/pci/devices",
-)
+MOUNTS = ("/proc/sys", "/proc/irq", "/proc/interrupts", "/proc/modules", "/proc/meminfo", *SYS_TREES)
 
 
 class Kernel:
