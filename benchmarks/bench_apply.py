@@ -1,5 +1,5 @@
-"""Time `orchestrator apply` of the host-layer phases on simulated clusters and print the ratios the issue
-tracks: no-op re-apply / first apply on one server (goal <= 0.2), no-op apply of N servers / of one server
+"""Time `orchestrator apply` of the host-layer phases on simulated clusters and print the ratios it is
+judged by: no-op re-apply / first apply on one server (goal <= 0.2), no-op apply of N servers / of one server
 (goal <= 1.5: forks >= hosts, so N servers cost about what one does), and a no-op apply of the N servers with
 stock Ansible settings / with the rendered ansible.cfg (goal >= 2), the two alternating on the same cluster.
 

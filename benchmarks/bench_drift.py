@@ -1,5 +1,5 @@
 """Time `orchestrator drift` against a no-op `orchestrator apply` of the same phases on a simulated cluster
-and print the ratio the issue tracks: drift wall time / no-op apply wall time (goal <= 1.0: a drift check
+and print the ratio it is judged by: drift wall time / no-op apply wall time (goal <= 1.0: a drift check
 costs no more than an apply that finds nothing to do; both run every task, drift in check + diff mode).
 
 Run:  .venv/bin/python benchmarks/bench_drift.py [--servers 8] [--runs 2] [--phases P,...] [--keep]

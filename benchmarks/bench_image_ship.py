@@ -1,5 +1,5 @@
 """Time the registry-less image ship of the image phase to 1 and to N servers of one simulated cluster and
-print the ratio the issue tracks: ship to N / ship to 1 (goal <= 1.5: the servers receive at once).
+print the ratio it is judged by: ship to N / ship to 1 (goal <= 1.5: the servers receive at once).
 
 Run:  .venv/bin/python benchmarks/bench_image_ship.py [--servers 8] [--runs 2] [--keep]
 

@@ -1,5 +1,5 @@
 """Time the weights phase copying the simulator's checkpoint (32 MiB) to N simulated servers with every
-transfer rate-limited, and print the ratios the issue tracks:
+transfer rate-limited, and print the ratios it is judged by:
 
 - one copy: the phase on one server (controller -> server), the unit;
 - sequential: the controller copies to the N servers one after another (`--forks 1`, model_weights_seeds=N:

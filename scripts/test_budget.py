@@ -23,7 +23,7 @@ from pathlib import Path
 
 REPORTS = Path(os.environ.get("TEST_REPORTS", "build/test-reports"))
 STEPS = REPORTS / "steps.tsv"
-GOAL_S = 1800  # the goal for the whole .ci/run on the 2-core machine
+GOAL_S = 1800  # the time goal for the whole .ci/run on the 2-core machine
 LIMIT_S = 2700  # above this the test bed is over budget
 
 

@@ -92,7 +92,7 @@ class LiveProgress(PlainProgress):
     def phase_started(self, phase: str, hosts: Sequence[str]) -> None:
         self.live = Live(console=self.out, refresh_per_second=4, transient=True)
         self.live.start()
-        tracker = PhaseTracker(phase, 0)
+        tracker = PhaseTracker(phase)
         for h in hosts:
             tracker.host(h)
         self.live.update(self.render(tracker))

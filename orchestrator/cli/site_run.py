@@ -158,7 +158,7 @@ class SiteRun:
         have a playbook (plan and drift: nothing to check otherwise); apply reports the others."""
         assert self.result.plan is not None
         return [
-            PhaseChoice(p.name, p.issue, p.hosts, p.name in selected, self.code.implemented(p.name))
+            PhaseChoice(p.name, p.hosts, p.name in selected, self.code.implemented(p.name))
             for p in plan_phases(self.spec, self.result.plan)
             if p.name in selected and (self.code.implemented(p.name) or not implemented_only)
         ]

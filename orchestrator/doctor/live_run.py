@@ -33,7 +33,7 @@ def parse(stats: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
 
 def gather(content: Content, inventory_dir: Path, facts_dir: Path, hosts: Sequence[str]) -> Gathered:
     """Run playbooks/doctor.yml on `hosts` (NPU servers) and collect what it read."""
-    found, result = run_read_job(PLAYBOOK, 12, content, inventory_dir, facts_dir, hosts)
+    found, result = run_read_job(PLAYBOOK, content, inventory_dir, facts_dir, hosts)
     out = Gathered(facts=parse(found))
     for f in result.failures:
         if f.host not in out.facts or f.unreachable:

@@ -1,4 +1,4 @@
-"""Run history (SQLite), the per-site lock, and recording a run in both (issue 11).
+"""Run history (SQLite), the per-site lock, and recording a run in both.
 
 - db.py: the database <project root>/.orchestrator/history.sqlite3 (one row per apply / plan / drift /
   rollback).

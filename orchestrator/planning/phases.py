@@ -1,5 +1,5 @@
-"""The phases of an apply, in order, with the hosts each touches, what it will do there, and the issue that
-implements its playbook (planning only: whether playbooks/<phase>.yml exists is the runner's business)."""
+"""The phases of an apply, in order, with the hosts each touches and what it will do there (planning only:
+whether playbooks/<phase>.yml exists is the runner's business)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,18 @@ from orchestrator.planning.roles import container_hosts, hosts_with_role, monito
 from orchestrator.planning.tuning import tuning_plan
 from orchestrator.spec.site import SiteSpec
 
-PHASE_ISSUES: dict[str, int] = {
-    "preflight": 8,
-    "drivers": 8,
-    "host": 8,  # host_tuning + container_runtime (the former separate "runtime" phase)
-    "network": 8,
-    "image": 9,
-    "weights": 9,
-    "serve": 9,
-    "gateway": 10,
-    "monitoring": 12,
-}
-"""Every phase, in apply order, and the issue that brings its playbook (playbooks/<name>.yml)."""
-
-PHASE_NAMES: tuple[str, ...] = tuple(PHASE_ISSUES)
+PHASE_NAMES: tuple[str, ...] = (
+    "preflight",
+    "drivers",
+    "host",  # host_tuning + container_runtime
+    "network",
+    "image",
+    "weights",
+    "serve",
+    "gateway",
+    "monitoring",
+)
+"""Every phase, in apply order; each runs playbooks/<name>.yml."""
 
 
 @dataclass(frozen=True)
@@ -32,7 +30,6 @@ class Phase:
     playbook: str
     hosts: tuple[str, ...]
     summary: str
-    issue: int
 
     @property
     def skipped(self) -> bool:
@@ -145,4 +142,4 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
             _monitoring_summary(spec, mon),
         ),
     ]
-    return [Phase(name, f"{name}.yml", hosts, summary, PHASE_ISSUES[name]) for name, hosts, summary in rows]
+    return [Phase(name, f"{name}.yml", hosts, summary) for name, hosts, summary in rows]

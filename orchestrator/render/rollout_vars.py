@@ -1,4 +1,4 @@
-"""The serve phase's rolling update (issue 10): the batch sizes, the gates' settings, the worker URLs.
+"""The serve phase's rolling update: the batch sizes, the gates' settings, the worker URLs.
 
 playbooks/serve.yml puts the HEAD SERVERS of the replicas whose release changed into group ``serve_update``
 (in plan order) and rolls over it with ``serial``; each head server rolls the replicas it heads one after

@@ -32,7 +32,6 @@ from orchestrator.runner.project import Content, facts_dir, new_run_dir, new_run
 @dataclass(frozen=True)
 class PhaseChoice:
     name: str
-    issue: int
     hosts: tuple[str, ...]  # the plan's hosts of the phase
     selected: bool  # by --phases / --from-phase (all by default)
     implemented: bool  # playbooks/<name>.yml exists
@@ -62,7 +61,7 @@ class Observer(Protocol):
 
 
 def _skipped(ph: PhaseChoice, status: PhaseStatus, note: str, excluded: dict[str, str]) -> PhaseResult:
-    return PhaseResult(ph.name, ph.issue, status, excluded=excluded, note=note)
+    return PhaseResult(ph.name, status, excluded=excluded, note=note)
 
 
 def resume_command(req: ApplyRequest, run: Run) -> str | None:
@@ -125,7 +124,6 @@ def apply(req: ApplyRequest, observer: Observer, cancel: Cancel, run_id: str | N
             observer.phase_started(ph.name, targets)
             job = JobSpec(
                 phase=ph.name,
-                issue=ph.issue,
                 content=req.content,
                 inventory_dir=req.inventory_dir,
                 facts_dir=facts,

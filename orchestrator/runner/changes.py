@@ -1,7 +1,7 @@
 """What a check-mode run (plan, drift) found that an apply would change: one Change per host, phase and
 changed task result (per loop item when the task loops).
 
-The shared vocabulary of issue 11: the runner collects Changes from ansible-runner events
+The vocabulary shared by apply, plan and drift: the runner collects Changes from ansible-runner events
 (PhaseTracker), `orchestrator plan` prints them, `orchestrator drift` turns them into its exit code and
 its outputs (JSON, JUnit XML, Prometheus textfile). Plain data, JSON-ready.
 """

@@ -61,7 +61,6 @@ class PhaseTracker:
     """Feed it every event of one job (`handle`); read progress from it; `result` at the end."""
 
     phase: str
-    issue: int
     hosts: dict[str, HostLive] = field(default_factory=dict)
     tasks_seen: int = 0
     current_task: str = ""
@@ -170,7 +169,7 @@ class PhaseTracker:
         unfinished = tuple(
             h for h in sorted(hosts) if h not in done and not hosts[h].failed and not hosts[h].unreachable
         )
-        result = PhaseResult(self.phase, self.issue, PhaseStatus.OK, hosts, failures, seconds=seconds)
+        result = PhaseResult(self.phase, PhaseStatus.OK, hosts, failures, seconds=seconds)
         result.changes = list(self.changes)
         artifact_data = (self.stats or {}).get("artifact_data")
         result.rollout = rollout_summary(artifact_data if isinstance(artifact_data, Mapping) else None)

@@ -38,7 +38,6 @@ POLL_S = 0.2
 @dataclass(frozen=True)
 class JobSpec:
     phase: str
-    issue: int
     content: Content
     inventory_dir: Path  # rendered: hosts.yml, ansible.cfg, play_vars.yml, group_vars/, host_vars/
     facts_dir: Path
@@ -100,7 +99,7 @@ def run_job(
 ) -> PhaseResult:
     """Run the phase's playbook; on_event(tracker, event) after every event (progress)."""
     spec.private_dir.mkdir(mode=0o700)  # FileExistsError: a private data dir is never reused
-    tracker = PhaseTracker(spec.phase, spec.issue)
+    tracker = PhaseTracker(spec.phase)
     env = environment(spec)
     artifact_dir = spec.private_dir / "artifacts" / spec.phase
 

@@ -19,7 +19,7 @@ class PhaseStatus(StrEnum):
     INTERRUPTED = "interrupted"  # SIGINT / SIGTERM
     SKIPPED = "skipped"  # nothing to do: no host of the phase is selected
     NOT_RUN = "not_run"  # an earlier phase stopped the apply
-    NOT_IMPLEMENTED = "not_implemented"  # no playbook yet (a later issue brings it)
+    NOT_IMPLEMENTED = "not_implemented"  # playbooks/<phase>.yml is missing from the checkout
 
 
 class RunResult(StrEnum):
@@ -67,7 +67,6 @@ class Failure:
 @dataclass
 class PhaseResult:
     name: str
-    issue: int
     status: PhaseStatus
     hosts: dict[str, HostStats] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
@@ -91,7 +90,6 @@ class PhaseResult:
     def as_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "issue": self.issue,
             "status": str(self.status),
             "seconds": round(self.seconds, 1),
             "hosts": {h: s.as_dict() for h, s in sorted(self.hosts.items())},

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import orchestrator
-from orchestrator.planning.phases import PHASE_ISSUES
 
 
 class ContentMissing(Exception):
@@ -41,7 +40,7 @@ class Content:
         return self.playbooks / f"{phase}.yml"
 
     def implemented(self, phase: str) -> bool:
-        """A phase is implemented when its playbook exists (later issues add the rest)."""
+        """A phase is implemented when its playbook exists in the checkout."""
         return self.playbook(phase).is_file()
 
 
@@ -57,7 +56,7 @@ def content(project_root: Path | None = None) -> Content:
 
 
 def not_implemented_message(phase: str) -> str:
-    return f"not implemented yet (issue {PHASE_ISSUES[phase]} brings playbooks/{phase}.yml)"
+    return f"not implemented (no playbooks/{phase}.yml in this checkout)"
 
 
 def new_run_id(now: datetime | None = None) -> str:

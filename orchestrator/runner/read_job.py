@@ -17,7 +17,6 @@ from orchestrator.runner.project import Content
 
 def run_read_job(
     playbook: str,
-    issue: int,
     content: Content,
     inventory_dir: Path,
     facts_dir: Path,
@@ -35,7 +34,6 @@ def run_read_job(
     with tempfile.TemporaryDirectory(prefix=f"orchestrator-{playbook}-") as tmp:
         job = JobSpec(
             phase=playbook,
-            issue=issue,
             content=content,
             inventory_dir=inventory_dir,
             facts_dir=facts_dir,

@@ -1,4 +1,4 @@
-"""The serve phase's rolling update as the apply reports it (issue 10).
+"""The serve phase's rolling update as the apply reports it.
 
 Each replica that rolls in playbooks/serve.yml records its outcome with set_stats on its head server (key
 ``orchestrator_rollout``: {replica: {batch, batches, result, gates, ...}}; a batch is a set of head servers,

@@ -89,7 +89,7 @@ RENAMED_POLICIES: dict[str, str] = {
         "(the default)"
     ),
 }
-"""Policy names of the spec before issue 10, with what to write instead (structural validation)."""
+"""Policy names the spec used to accept, with what to write instead (structural validation)."""
 
 
 class RouterWheel(SpecModel):

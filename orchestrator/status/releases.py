@@ -61,7 +61,7 @@ def parse(stats: Mapping[str, Any] | None) -> dict[str, dict[str, dict[str, Any]
 
 def read_releases(content: Content, inventory_dir: Path, facts_dir: Path, hosts: Sequence[str]) -> Releases:
     """Run playbooks/status.yml on `hosts` (the NPU servers) and collect what it read."""
-    found, result = run_read_job(PLAYBOOK, 11, content, inventory_dir, facts_dir, hosts)
+    found, result = run_read_job(PLAYBOOK, content, inventory_dir, facts_dir, hosts)
     out = Releases(records=parse(found))
     for f in result.failures:
         (out.unreachable if f.unreachable else out.failed)[f.host] = f.message

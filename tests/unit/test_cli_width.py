@@ -232,7 +232,7 @@ def test_apply_plan_drift_doctor_and_bench_tables_fit_80_columns(
     assert_readable(drift, (run.run_id,))
     assert "25.0.rc1 (takes effect after a\n        reboot)" in drift  # wrapped, not cropped
 
-    tracker = PhaseTracker("host", 8)
+    tracker = PhaseTracker("host")
     for host in ("a2-edge-rack04-01", "a2-edge-rack04-02"):
         tracker.host(host)
     tracker.current_task = "Write the Docker daemon configuration (/etc/docker/daemon.json)"

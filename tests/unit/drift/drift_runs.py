@@ -44,8 +44,8 @@ def clean_run() -> Run:
         "a2-fleet",
         check=True,
         phases=[
-            PhaseResult("preflight", 8, PhaseStatus.OK, hosts={"a2-01": ok(), "a2-02": ok()}),
-            PhaseResult("host", 8, PhaseStatus.OK, hosts={"a2-01": ok(0.1), "a2-02": ok(0.2)}),
+            PhaseResult("preflight", PhaseStatus.OK, hosts={"a2-01": ok(), "a2-02": ok()}),
+            PhaseResult("host", PhaseStatus.OK, hosts={"a2-01": ok(0.1), "a2-02": ok(0.2)}),
         ],
     )
 
@@ -60,14 +60,12 @@ def drift_run() -> Run:
         phases=[
             PhaseResult(
                 "preflight",
-                8,
                 PhaseStatus.FAILED,
                 hosts={"a2-01": ok(), "a2-02": ok(), "a2-03": HostStats(unreachable=1)},
                 failures=[gone],
             ),
             PhaseResult(
                 "drivers",
-                8,
                 PhaseStatus.OK,
                 hosts={"a2-01": ok(changed=1), "a2-02": ok()},
                 excluded={"a2-03": "unreachable in preflight"},
@@ -75,13 +73,12 @@ def drift_run() -> Run:
             ),
             PhaseResult(
                 "host",
-                8,
                 PhaseStatus.OK,
                 hosts={"a2-01": ok(), "a2-02": ok(changed=2)},
                 excluded={"a2-03": "unreachable in preflight"},
                 changes=[SYSCTL, FILE],
             ),
-            PhaseResult("network", 8, PhaseStatus.NOT_RUN, note="phase host stopped early"),
+            PhaseResult("network", PhaseStatus.NOT_RUN, note="phase host stopped early"),
         ],
     )
 
@@ -95,14 +92,12 @@ def unreachable_run() -> Run:
         phases=[
             PhaseResult(
                 "preflight",
-                8,
                 PhaseStatus.FAILED,
                 hosts={"a2-01": ok(), "a2-02": HostStats(unreachable=1)},
                 failures=[gone],
             ),
             PhaseResult(
                 "host",
-                8,
                 PhaseStatus.OK,
                 hosts={"a2-01": ok()},
                 excluded={"a2-02": "unreachable in preflight"},

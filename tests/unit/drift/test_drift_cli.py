@@ -103,7 +103,7 @@ class FakeApply:
         run = Run("20261204T220000Z-aaaaaa", req.site, req.check, artifacts=str(self.artifacts))
         for ph in req.phases:
             hosts: Sequence[str] = [h for h in ph.hosts if req.hosts is None or h in req.hosts]
-            result = PhaseResult(ph.name, ph.issue, PhaseStatus.OK, hosts={h: ok() for h in hosts})
+            result = PhaseResult(ph.name, PhaseStatus.OK, hosts={h: ok() for h in hosts})
             if ph.name == "host" and hosts:
                 result.hosts[hosts[0]] = ok(changed=1)
                 result.changes = [replace(FILE, host=hosts[0])]

@@ -97,7 +97,6 @@ def test_a_failed_check_needs_a_person_exit_3() -> None:
     run = clean_run()
     run.phases[1] = PhaseResult(
         "host",
-        8,
         PhaseStatus.FAILED,
         hosts={"a2-01": ok(), "a2-02": HostStats(ok=3, failed=1)},
         failures=[Failure("host", "a2-02", "Read the governor", "No such file")],
@@ -114,7 +113,7 @@ def test_a_failed_check_needs_a_person_exit_3() -> None:
 def test_a_phase_that_could_not_run_fails_its_hosts() -> None:
     run = clean_run()
     run.phases[1] = PhaseResult(
-        "host", 8, PhaseStatus.ERROR, failures=[Failure("host", "", "ansible-playbook", "syntax error")]
+        "host", PhaseStatus.ERROR, failures=[Failure("host", "", "ansible-playbook", "syntax error")]
     )
     report = build_report(run, hosts_by_phase={"host": ["a2-01", "a2-02"]})
     assert [str(c.state) for c in report.cells if c.phase == "host"] == ["failed", "failed"]
@@ -135,7 +134,7 @@ def test_a_stopped_playbook_fails_the_unfinished_hosts() -> None:
 def test_an_interrupted_run_exits_130_even_with_drift() -> None:
     run = drift_run()
     run.interrupted = True
-    run.phases[-1] = PhaseResult("network", 8, PhaseStatus.INTERRUPTED, unfinished=("a2-01",))
+    run.phases[-1] = PhaseResult("network", PhaseStatus.INTERRUPTED, unfinished=("a2-01",))
     report = build_report(run)
     assert report.exit_code == 130
     assert next(c for c in report.cells if c.phase == "network").state is CellState.NOT_RUN

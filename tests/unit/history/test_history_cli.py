@@ -33,11 +33,10 @@ class Seen:
 
 
 def a_run(run_id: str) -> Run:
-    pre = PhaseResult("preflight", 8, PhaseStatus.OK, {"a2-01": HostStats(ok=5), "a2-02": HostStats(ok=5)})
+    pre = PhaseResult("preflight", PhaseStatus.OK, {"a2-01": HostStats(ok=5), "a2-02": HostStats(ok=5)})
     pre.seconds = 4.04
     drv = PhaseResult(
         "drivers",
-        9,
         PhaseStatus.INTERRUPTED,
         {"a2-01": HostStats(ok=2, changed=1), "a2-02": HostStats(ok=1, unreachable=1)},
         [Failure("drivers", "a2-02", "Gathering Facts", "ssh: connect to host", unreachable=True)],

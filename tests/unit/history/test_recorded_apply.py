@@ -69,7 +69,7 @@ def request(tmp_path: Path, phases: list[str]) -> ApplyRequest:
         project_root=tmp_path,
         inventory_dir=inv,
         content=Content(checkout),
-        phases=[PhaseChoice(n, 8, ("h1",), True, True) for n in phases],
+        phases=[PhaseChoice(n, ("h1",), True, True) for n in phases],
         hosts=None,
         limit_arg=None,
         check=False,

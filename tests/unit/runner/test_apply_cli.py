@@ -72,7 +72,7 @@ def test_limit_takes_hosts_and_groups_of_the_rendered_inventory() -> None:
 
 
 def phase(name: str, status: PhaseStatus, **hosts: HostStats) -> PhaseResult:
-    return PhaseResult(name, 8, status, dict(hosts))
+    return PhaseResult(name, status, dict(hosts))
 
 
 def test_exit_code_failed_wins_over_unreachable_and_interrupted_wins_over_both() -> None:

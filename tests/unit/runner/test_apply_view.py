@@ -20,7 +20,7 @@ def console() -> tuple[Console, io.StringIO]:
 def test_plain_progress_prints_tasks_and_host_results_that_matter() -> None:
     con, buf = console()
     view = PlainProgress(con)
-    tracker = PhaseTracker("host", 8)
+    tracker = PhaseTracker("host")
     events = [
         {"event": "playbook_on_task_start", "event_data": {"task": "daemon.json"}},
         {
@@ -54,7 +54,7 @@ def test_plain_progress_prints_tasks_and_host_results_that_matter() -> None:
 
 
 def test_live_table_shows_tasks_done_current_task_and_host_states() -> None:
-    tracker = PhaseTracker("host", 8)
+    tracker = PhaseTracker("host")
     for e in (
         {"event": "playbook_on_task_start", "event_data": {"task": "packages"}},
         {"event": "runner_on_ok", "event_data": {"host": "a", "task": "packages", "res": {"changed": True}}},
@@ -72,7 +72,6 @@ def test_live_table_shows_tasks_done_current_task_and_host_states() -> None:
 def test_summary_has_the_numbers_the_failure_and_the_resume_command() -> None:
     phase = PhaseResult(
         "preflight",
-        8,
         PhaseStatus.FAILED,
         {"a2-01": HostStats(ok=7, changed=1, skipped=2, seconds=3.25), "a2-02": HostStats(ok=3, failed=1)},
         [Failure("preflight", "a2-02", "disk", "only 3 GiB free on /data")],
@@ -93,7 +92,7 @@ def test_summary_has_the_numbers_the_failure_and_the_resume_command() -> None:
 
 
 def test_summary_shows_what_a_role_skipped_with_a_warning() -> None:
-    phase = PhaseResult("host", 8, PhaseStatus.OK, {"a2-01": HostStats(ok=9)}, seconds=2.0)
+    phase = PhaseResult("host", PhaseStatus.OK, {"a2-01": HostStats(ok=9)}, seconds=2.0)
     phase.warnings = ["a2-01: no /sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor, so the governor"]
     con, buf = console()
     print_outcome(con, Run("r2", "lab", False, [phase]), 0)

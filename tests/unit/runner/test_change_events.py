@@ -119,7 +119,7 @@ def checked(tmp_path_factory: pytest.TempPathFactory) -> tuple[PhaseResult, Path
     (inv / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {"h1": local}}}))
     (inv / "ansible.cfg").write_text(ansible_cfg_text("t", 2, "# test\n"))
     before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in files.iterdir()}
-    spec = JobSpec("host", 8, Content(root), inv, tmp_path / "facts", tmp_path / "job", ("h1",), check=True)
+    spec = JobSpec("host", Content(root), inv, tmp_path / "facts", tmp_path / "job", ("h1",), check=True)
     result = run_job(spec, on_event=lambda t, e: None, cancel=Cancel())
     assert result.status is PhaseStatus.OK, result.failures
     return result, files, before

@@ -94,7 +94,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[PlanReport, Path]:
         project_root=tmp,
         inventory_dir=inv,
         content=content,
-        phases=[PhaseChoice(n, 8, ("h1", "h2"), True, True) for n in ("preflight", "drivers", "host")],
+        phases=[PhaseChoice(n, ("h1", "h2"), True, True) for n in ("preflight", "drivers", "host")],
         hosts=None,
         limit_arg=None,
         check=True,

@@ -24,7 +24,7 @@ def all_gone() -> Run:
         for h in ("a2-01", "a2-02")
     ]
     hosts = {h: HostStats(unreachable=1) for h in ("a2-01", "a2-02")}
-    phase = PhaseResult("preflight", 8, PhaseStatus.FAILED, hosts=hosts, failures=fails)
+    phase = PhaseResult("preflight", PhaseStatus.FAILED, hosts=hosts, failures=fails)
     return Run("20261205T120000Z-abcdef", "a2-fleet", check=True, phases=[phase])
 
 

@@ -97,7 +97,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Content, P
 
 
 def job(content: Content, inv: Path, phase: str, tmp: Path, limit: tuple[str, ...]) -> JobSpec:
-    return JobSpec(phase, 8, content, inv, tmp / "facts", tmp / f"job-{phase}", limit)
+    return JobSpec(phase, content, inv, tmp / "facts", tmp / f"job-{phase}", limit)
 
 
 def test_job_counts_match_the_playbook_and_the_secret_is_not_recorded(
@@ -151,7 +151,7 @@ class Recorder:
 
 
 def request(content: Content, inv: Path, root: Path, names: Sequence[str], **kw: Any) -> ApplyRequest:
-    choices = [PhaseChoice(n, 8, ("h1", "h2"), True, content.implemented(n)) for n in names]
+    choices = [PhaseChoice(n, ("h1", "h2"), True, content.implemented(n)) for n in names]
     return ApplyRequest(
         site="t",
         site_arg="lab",
@@ -176,7 +176,7 @@ def test_a_host_that_failed_is_left_out_of_later_phases(
     _, drv, img = run.phases
     assert drv.status is PhaseStatus.OK and set(drv.hosts) == {"h1"}
     assert drv.excluded == {"h2": "failed in preflight"}
-    assert img.status is PhaseStatus.NOT_IMPLEMENTED and "issue 9" in img.note
+    assert img.status is PhaseStatus.NOT_IMPLEMENTED and "no playbooks/image.yml" in img.note
     assert run.result is RunResult.FAILED
     assert run.resume == "orchestrator apply lab --from-phase preflight --limit h2"
     record = (tmp_path / ".orchestrator" / "runs" / "t" / "run1" / "run.json").read_text()

@@ -35,7 +35,7 @@ def feed(tracker: PhaseTracker, events: list[dict[str, Any]]) -> PhaseTracker:
 def test_recap_counts_win_over_a_rescued_failure() -> None:
     """runner_on_failed also fires for a failure a rescue handles; the recap says rescued, not failed."""
     t = feed(
-        PhaseTracker("host", 8),
+        PhaseTracker("host"),
         [
             ev("playbook_on_task_start", task="probe"),
             ev("runner_on_start", host="a", task="probe"),
@@ -54,7 +54,7 @@ def test_recap_counts_win_over_a_rescued_failure() -> None:
 
 def test_failed_and_unreachable_hosts_name_task_and_message() -> None:
     t = feed(
-        PhaseTracker("preflight", 8),
+        PhaseTracker("preflight"),
         [
             ev("playbook_on_play_start", name="Preflight"),
             ev("playbook_on_task_start", task="Gathering Facts"),
@@ -91,7 +91,7 @@ def test_failed_and_unreachable_hosts_name_task_and_message() -> None:
 
 def test_ignored_errors_are_not_failures_live() -> None:
     t = feed(
-        PhaseTracker("host", 8),
+        PhaseTracker("host"),
         [ev("runner_on_failed", host="a", task="optional", ignore_errors=True, res={"msg": "no"})],
     )
     live = t.hosts["a"]
@@ -101,7 +101,7 @@ def test_ignored_errors_are_not_failures_live() -> None:
 def test_a_host_the_playbook_stopped_early_is_unfinished() -> None:
     """any_errors_fatal: b failed, a was never failed but did not reach phase_done."""
     t = feed(
-        PhaseTracker("network", 8),
+        PhaseTracker("network"),
         [
             ev("runner_on_ok", host="a", task="t1", res={}),
             ev("runner_on_failed", host="b", task="t1", res={"msg": "link down"}),
@@ -114,7 +114,7 @@ def test_a_host_the_playbook_stopped_early_is_unfinished() -> None:
 
 
 def test_no_recap_means_the_playbook_could_not_run() -> None:
-    t = PhaseTracker("drivers", 8)
+    t = PhaseTracker("drivers")
     t.handle(
         {"event": "verbose", "event_data": {}, "stdout": "ERROR! the playbook: x.yml could not be found"}
     )
@@ -126,7 +126,7 @@ def test_no_recap_means_the_playbook_could_not_run() -> None:
 
 
 def test_canceled_job_is_interrupted_and_every_host_unfinished() -> None:
-    t = feed(PhaseTracker("host", 8), [ev("runner_on_ok", host="a", task="t", res={})])
+    t = feed(PhaseTracker("host"), [ev("runner_on_ok", host="a", task="t", res={})])
     r = t.result(canceled=True, rc=-15, seconds=0.5)
     assert r.status is PhaseStatus.INTERRUPTED
     assert r.unfinished == ("a",)
@@ -137,7 +137,7 @@ def test_warnings_a_role_hands_over_reach_the_phase_result() -> None:
     orchestrator_warnings; the phase result carries the lines, in the order the hosts gave them."""
     end = stats(["a2-01", "a2-02"], ok={"a2-01": 3, "a2-02": 3})
     end["event_data"]["artifact_data"]["orchestrator_warnings"] = ["a2-02: no cpufreq", "a2-01: no cpufreq"]
-    t = feed(PhaseTracker("host", 8), [ev("runner_on_ok", host="a2-01", task="t", res={}), end])
+    t = feed(PhaseTracker("host"), [ev("runner_on_ok", host="a2-01", task="t", res={}), end])
     r = t.result(canceled=False, rc=0, seconds=0.1)
     assert r.status is PhaseStatus.OK
     assert r.warnings == ["a2-02: no cpufreq", "a2-01: no cpufreq"]
@@ -146,7 +146,7 @@ def test_warnings_a_role_hands_over_reach_the_phase_result() -> None:
 
 def test_seconds_per_host_span_its_first_and_last_result() -> None:
     t = feed(
-        PhaseTracker("host", 8),
+        PhaseTracker("host"),
         [
             ev(
                 "runner_on_ok",

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: vllm_gate
 short_description: Health gates of a vLLM replica after a (re)start, in order
 description:
-  - Runs the gates of issue 10 against a replica's head, in order, stopping at the first that fails -
+  - Runs the rollout health gates against a replica's head, in order, stopping at the first that fails -
     C(health) (C(GET /health) answers 200 within I(timeout_s), failing at once when the container stops),
     C(models) (C(GET /v1/models) lists I(model)), C(completion) (each of I(smoke_prompts) completions at
     temperature 0 returns tokens within I(latency_budget_s) seconds, and the same text as the I(baseline)
