@@ -1,7 +1,7 @@
 """Live check `npu-held`: NPU device nodes (/dev/davinciN) given to a running container that is not one of
 the plan's replicas on this host. A replica whose devices another process holds fails to open them: dcmi
 -8005 in its log (rule `dcmi-8005`), and the driver installer refuses to run ("The davinci nodes are
-occupied", ascend-samples.md 6e)."""
+occupied")."""
 
 from __future__ import annotations
 

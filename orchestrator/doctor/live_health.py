@@ -1,5 +1,5 @@
 """Live check `npu-health`: every chip's Health in `npu-smi info` is OK, with the Error Code and Error
-Information lines of `npu-smi info -t health -i N -c C` for one that is not (ascend-samples.md 4c: OK,
+Information lines of `npu-smi info -t health -i N -c C` for one that is not (npucli's health values: OK,
 Warning, Alarm, Critical)."""
 
 from __future__ import annotations

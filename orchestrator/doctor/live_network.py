@@ -1,6 +1,6 @@
-"""Live check `npu-nic`: each NPU NIC's link (`hccn_tool -i N -link -g`: "link status: UP", ascend-samples.md
-5b) and a ping to the same-index NIC of each peer server of the plan (`hccn_tool -i N -ping -g address X`,
-5d: at least one packet back), as ascend.npu.hccn_ping reports them."""
+"""Live check `npu-nic`: each NPU NIC's link (`hccn_tool -i N -link -g`: "link status: UP") and a
+ping to the same-index NIC of each peer server of the plan (`hccn_tool -i N -ping -g address X`:
+at least one packet back), as ascend.npu.hccn_ping reports them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Live check `npu-pci`: the NPUs the kernel sees on the PCI bus against what npu-smi shows (seed section 5:
-cards on the bus but npu-smi failing = the driver is not loaded).
+"""Live check `npu-pci`: the NPUs the kernel sees on the PCI bus against what npu-smi shows (cards on the
+bus but npu-smi failing = the driver is not loaded).
 
 PCI functions come from sysfs (/sys/bus/pci/devices/*/vendor == 0x19e5, device == the chip's id in the
 catalog, e.g. 0xd802 for 910B), never from `lspci | grep`: sysfs needs no pciutils and no device-name table.

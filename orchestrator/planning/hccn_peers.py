@@ -2,11 +2,11 @@
 NICs must reach (the NICs of the other servers of each multi-node replica it serves) and the HCCL rank table
 of each multi-node replica.
 
-Rank table layout (version 1.0), from ../shared/reference/ascend-host.md "hccn_tool": {"status":
+Rank table layout (version 1.0), from Huawei's HCCL rank table documentation (hiascend.com): {"status":
 "completed", "version": "1.0", "server_count": "N", "server_list": [{"server_id": ..., "device":
 [{"device_id": "0", "device_ip": <address_0 of /etc/hccn.conf>, "rank_id": "0"}, ...]}]}, every value a
 string, rank ids contiguous per server. server_id is the server's management address (the value HCCL's own
-rank table examples put there; the reference sample shows a placeholder name).
+rank table examples put there; one documented sample shows a placeholder name).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@
 - Architecture: the server profile's (profiles.<p>.arch; validation already holds the driver package's file
   name to it), per NPU server.
 - NPUs on the PCI bus: vendor 0x19e5 and the chip's device id (catalog pci_device_id); one PCI function per
-  card, except the A3 (910_93) whose two dies are two functions (ascend-host.md "PCI IDs": d803 per die).
+  card, except the A3 (910_93) whose two dies are two functions (PCI device id d803 per die).
 - Disk: minimum free space per path, for the HDK packages, container images and model weights.
 """
 
@@ -22,10 +22,11 @@ from orchestrator.spec.site import SiteSpec
 PACKAGE_CACHE = "/var/cache/ascend-orchestrator/packages"
 """Where the driver and firmware roles keep the verified .run files on the host."""
 DOCKER_ROOT = "/var/lib/docker"
-# Sizes (GiB). An HDK driver .run is ~0.3-0.5 GB and a firmware ~0.2 GB (ascend-samples.md 6: "Uncompressing
-# ... 100%"); the cache keeps one pair plus the next version's and the installers' extraction room.
+# Sizes (GiB). An HDK driver .run is ~0.3-0.5 GB and a firmware ~0.2 GB (the packages' "Uncompressing
+# ... 100%" console lines); the cache keeps one pair plus the next version's and the installers' extraction
+# room.
 PACKAGES_GIB = 4.0
-# A vllm-ascend image is CANN + torch_npu + vLLM (tens of GB unpacked, vllm-ascend.md "Dockerfile"): room for
+# A vllm-ascend image is CANN + torch_npu + vLLM (tens of GB unpacked, vllm-ascend's Dockerfile): room for
 # the running image and the next one. The build host also holds the base image and the build cache.
 IMAGES_GIB = {"npu": 40.0, "build": 80.0, "other": 10.0}
 WEIGHTS_MARGIN = 1.05  # safetensors index, config and tokenizer files beside the shards

@@ -2,7 +2,7 @@
 
 vLLM takes it as ``--speculative-config '{"method": "mtp", "num_speculative_tokens": 3}'`` (also written
 ``--speculative-config=...`` or with underscores); DeepSeek's MTP draft is its own checkpoint layer(s),
-loaded next to the main model (../shared/reference/vllm-ascend.md "DeepSeek recipes").
+loaded next to the main model (vllm-project/vllm-ascend docs/source/tutorials/models/DeepSeek-R1.md).
 """
 
 from __future__ import annotations

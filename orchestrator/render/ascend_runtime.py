@@ -1,7 +1,7 @@
 """The optional Ascend Docker Runtime (MindCluster) as role container_runtime reads it on the NPU servers
 (group_vars/npu.yml): its package, and the engine's daemon.json with the runtime registered, and made the
-default when the spec says so (../shared/reference/ascend-host.md, "Ascend Docker Runtime (MindCluster)":
-install path /usr/local/Ascend/Ascend-Docker-Runtime; daemon.json runtimes.ascend.path + default-runtime)."""
+default when the spec says so (github.com/Ascend/mind-cluster component/ascend-docker-runtime: install path
+/usr/local/Ascend/Ascend-Docker-Runtime; daemon.json runtimes.ascend.path + default-runtime)."""
 
 from __future__ import annotations
 

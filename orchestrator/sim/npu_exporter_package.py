@@ -1,5 +1,5 @@
 """Simulated MindCluster npu-exporter package (controller side): a zip named as Huawei's release asset
-(`Ascend-mindxdl-npu-exporter_<version>_linux-<arch>.zip`, /work/notes/monitoring-research.md section 1,
+(`Ascend-mindxdl-npu-exporter_<version>_linux-<arch>.zip`, MindCluster's npu-exporter installation docs,
 "Download") holding the `npu-exporter` binary at its top level, as the real zip does. The binary is the
 simulator's fake (images/sim-server/ascend_fakes/npu_exporter.py): a python3 HTTP server that serves the
 npu_chip_info_* metrics of the simulated chips. Same arguments, same bytes (fixed zip timestamps), so the

@@ -3,9 +3,9 @@
 A package is what a makeself archive is: a shell header, the line `__ARCHIVE__`, then a gzip tar payload.
 The header verifies the payload's SHA256 (embedded at build time), extracts it to a temp dir and runs the
 payload's installer (images/sim-server/ascend_fakes/installer.py) with the remaining options. Names, options
-and console lines are the real ones (ascend-host.md "Driver / firmware / CANN packages", ascend-samples.md
-section 6). The payload carries the fake tools, so a driver install puts npu-smi, hccn_tool and
-upgrade-tool on the server.
+and console lines are the real ones (the Ascend HDK installation guide on hiascend.com, public install logs,
+github.com/verylucky01/driver's install scripts). The payload carries the fake tools, so a driver install
+puts npu-smi, hccn_tool and upgrade-tool on the server.
 
 Builds are reproducible (fixed mtimes and owners, gzip mtime 0): the same arguments give the same bytes.
 """
@@ -37,7 +37,7 @@ DEFAULT_FW_RANGE = ("7.0.0", "7.8.99")  # drivers the catalog does not know acce
 DEFAULT_DRV_RANGE = ("23.0.0", "26.9.")  # firmware no catalog driver accepts: any driver 23.0.0 .. 26.9.x
 _VERSION = re.compile(r"[0-9][0-9A-Za-z]*(\.[0-9A-Za-z]+)*")
 
-# The makeself part of --help (ascend-samples.md has no capture; the option list is ascend-host.md's) followed
+# The makeself part of --help (no public capture; the option list is the HDK installation guide's) followed
 # by the driver's own help.info (verylucky01/driver scripts/package/custom/driver/common/scripts/help.info).
 _HELP_MAKESELF = """Usage: {name} [options]
 Options:
@@ -187,7 +187,7 @@ def firmware_drivers(version: str) -> tuple[str, str]:
 
 
 def version_info(kind: Kind, version: str, compatible: str | None = None) -> str:
-    """The package's version.info with the real keys (ascend-host.md "Version records";
+    """The package's version.info with the real keys (the HDK installation guide;
     tests/fixtures/ascend/version_info/): the driver's compatible_version_fw from the catalog series, the
     firmware's compatible_version_drv (firmware_drivers). `compatible` overrides the range (tests build
     packages that refuse each other)."""

@@ -70,7 +70,8 @@ def _bus(*ids: str) -> tuple[str, ...]:
     return tuple(f"0000:{b}:00.0" for b in ids)
 
 
-# Bus ids and shapes from ../shared/reference/ascend-samples.md 1a (910B3 x8), 1b (A3 node), 1c (300I Duo).
+# Bus ids and shapes from public npu-smi output: vllm-project/vllm-ascend issues #3324 (910B3 x8), #4266 (A3
+# node), #2416 (300I Duo).
 PROFILES = {
     p.name: p
     for p in (

@@ -1,9 +1,9 @@
 """`orchestrator bench`: the load it sends (concurrency levels, duration, prompt and answer size) and the
 service-level objectives it compares the measurements with.
 
-Every SLO is unset by default: bench then reports "no SLO set" for that metric instead of a verdict. The
-seed quoted "< 80 ms" and "450 QPS" for its own model and hardware; they are not defaults here because they
-hold for no other model, chip or prompt size.
+Every SLO is unset by default: bench then reports "no SLO set" for that metric instead of a verdict. A
+widely copied article quotes "< 80 ms" and "450 QPS" for its own model and hardware; they are not defaults
+here because they hold for no other model, chip or prompt size.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ SysctlValue = KernelInt | str
 
 
 def _default_sysctls() -> dict[str, SysctlValue]:
-    # vllm-ascend optimization_and_tuning.md / MindIE tuning guide (see ../shared/reference/ascend-host.md).
+    # vllm-project/vllm-ascend optimization_and_tuning.md and the MindIE tuning guide (hiascend.com).
     # kernel.sched_migration_cost_ns is a debugfs file from Linux 5.13 on: the plan writes it where the
     # site's kernel keeps it (catalog kernels.yaml).
     return {"vm.swappiness": 0, "kernel.numa_balancing": 0, "kernel.sched_migration_cost_ns": 50000}

@@ -11,9 +11,9 @@ from orchestrator.spec.findings import Finding, SpecPath, error, warning
 from orchestrator.spec.site import SiteSpec
 
 _SYSCTL = re.compile(r"^[a-z0-9_]+(\.[A-Za-z0-9_*-]+)+$")
-_SEED_MYTHS = {
-    ("rdma_ucm", "use_centric_mode"): "rdma_ucm has no 'use_centric_mode' parameter (a claim of the seed "
-    "article); NPU NICs are configured with hccn_tool (network.hccn), not with host module options"
+_FALSE_CLAIMS = {
+    ("rdma_ucm", "use_centric_mode"): "rdma_ucm has no 'use_centric_mode' parameter (a widely copied "
+    "article claims it); NPU NICs are configured with hccn_tool (network.hccn), not with host module options"
 }
 
 
@@ -30,9 +30,9 @@ def check_tuning(spec: SiteSpec) -> Iterator[Finding]:
     for module, options in t.rdma_modules.items():
         path = ("tuning", "rdma_modules", module)
         for opt in options:
-            if (module, opt) in _SEED_MYTHS:
-                yield error((*path, opt), _SEED_MYTHS[(module, opt)], f"remove {opt}", "tuning")
-        unknown = [o for o in unknown_options(module, options) if (module, o) not in _SEED_MYTHS]
+            if (module, opt) in _FALSE_CLAIMS:
+                yield error((*path, opt), _FALSE_CLAIMS[(module, opt)], f"remove {opt}", "tuning")
+        unknown = [o for o in unknown_options(module, options) if (module, o) not in _FALSE_CLAIMS]
         findings: list[tuple[SpecPath, str, str]]
         if not known_module(module) and unknown:
             findings = [(path, f"module '{module}' is not in the catalog of host RDMA NIC modules", "")]

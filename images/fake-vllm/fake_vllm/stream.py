@@ -1,8 +1,8 @@
 """Completion and chat-completion bodies: vLLM's JSON (non-streamed) and SSE chunks (``stream: true``).
 
-Shapes follow the vLLM samples (reference ascend-samples.md section 9b/9c): compact JSON, ``cmpl-`` /
-``chatcmpl-`` ids, ``stop_reason``, ``kv_transfer_params``; streams send ``data: {...}`` events over chunked
-transfer encoding and end with ``data: [DONE]``.
+Shapes follow public captures of vLLM's server (e.g. vllm-project/vllm issues #19305, #13087): compact
+JSON, ``cmpl-`` / ``chatcmpl-`` ids, ``stop_reason``, ``kv_transfer_params``; streams send ``data: {...}``
+events over chunked transfer encoding and end with ``data: [DONE]``.
 """
 
 from __future__ import annotations

@@ -31,8 +31,8 @@ HCCN_LIVE = f"{simstate.STATE}/hccn_live.json"
 # with cfg_write_conf(phy_id, "mtu", size) and `-cfg recovery` applies it (tool_cfg_mtu_recovery),
 # src/custom/network/hccn/ascend910B/hccn_tool/tool_ops.c of github.com/verylucky01/driver@e29d066f.
 CONF_KEYS = ("address", "netmask", "netdetect", "gateway", "send_arp_status", "tls_enable", "mtu")
-# What a device has before anything is set: TLS on (deployment guides switch it off with `-tls -s enable 0`,
-# ascend-samples.md 5f), MTU 1500 (the value fault-injection guides restore with `-mtu -s size 1500`).
+# What a device has before anything is set: TLS on (deployment guides switch it off with `-tls -s enable 0`),
+# MTU 1500 (the value fault-injection guides restore with `-mtu -s size 1500`).
 FACTORY = {"tls_enable": "1", "mtu": "1500"}
 Devices = dict[int, dict[str, str]]
 

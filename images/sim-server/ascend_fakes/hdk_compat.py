@@ -1,6 +1,6 @@
 """Driver/firmware compatibility as npu-smi's board "Compatibility" reports it (fake, python3 stdlib only).
 
-Both directions, from the two version.info files (ascend-host.md "Version records"): the driver's
+Both directions, from the two version.info files (/usr/local/Ascend/driver and firmware): the driver's
 compatible_version_fw must name the running firmware, and the firmware package's compatible_version_drv (when
 a firmware package is installed; the factory firmware has no version.info) must name the driver. Ranges are
 inclusive [low,high] lists; a high bound ending in '.' is a prefix ("24.1." = every 24.1.x) and a version that

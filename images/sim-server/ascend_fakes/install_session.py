@@ -1,12 +1,12 @@
 """The session of one simulated HDK `.run` package run (options, console and log output, user and device
 checks), shared by the driver and firmware flows; installer.py is the entry point.
 
-Console lines are `[Driver] [YYYY-mm-dd HH:MM:SS] msg` / `[Firmware] [...] msg` (drvEcho, samples 6a-6e);
-the success/occupied/warning lines carry the ANSI colours of drvColorEcho (`\\033[32m...\\033[0m`; the
-samples show them stripped). Argument rules, messages and exit codes follow the driver package scripts
-(verylucky01/driver scripts/package/custom/driver/common/scripts: args_parse.sh, env_check.sh,
-driver_install.sh, install.sh): exit 0 = installed and active, 2 = installed but a reboot is needed
-(install.sh: "2-installation successful but hotreset failed"), 1 = failed.
+Console lines are `[Driver] [YYYY-mm-dd HH:MM:SS] msg` / `[Firmware] [...] msg` (drvEcho;
+public install logs); the success/occupied/warning lines carry the ANSI colours of drvColorEcho
+(`\\033[32m...\\033[0m`; the public logs show them stripped). Argument rules, messages and exit codes
+follow the driver package scripts (verylucky01/driver scripts/package/custom/driver/common/scripts:
+args_parse.sh, env_check.sh, driver_install.sh, install.sh): exit 0 = installed and active, 2 = installed
+but a reboot is needed (install.sh: "2-installation successful but hotreset failed"), 1 = failed.
 """
 
 from __future__ import annotations
@@ -263,7 +263,7 @@ def _docker_users() -> list[str]:
     return []
 
 
-REQUIRED_TOOLS = ("lspci", "ifconfig")  # ascend-host.md: "[ERROR]The list of missing tools: lspci,ifconfig"
+REQUIRED_TOOLS = ("lspci", "ifconfig")  # "[ERROR]The list of missing tools: lspci,ifconfig"
 
 
 def missing_tools() -> list[str]:

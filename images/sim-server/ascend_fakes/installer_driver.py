@@ -375,7 +375,7 @@ def run(s: Session) -> None:
     user, group = run_user(s, info)
     if "uninstall" not in s.opts:
         missing = missing_tools()
-        if missing:  # "[ERROR]The list of missing tools: lspci,ifconfig," (ascend-host.md)
+        if missing:  # "[ERROR]The list of missing tools: lspci,ifconfig,"
             s.error(f"[ERROR]The list of missing tools: {','.join(missing)},", operation_failed=True)
         s.check_free_space(300)
     if not info.get("Driver_Install_Path_Param"):

@@ -1,8 +1,9 @@
-"""Firmware package flow. Console text follows samples 6a (--check) and 6c (install); the option rules mirror
-the driver's args_parse.sh. Texts the samples lack (no driver, uninstall, a failing package) are plausible.
+"""Firmware package flow. Console text follows public install logs (--check, install); the option rules
+mirror the driver's args_parse.sh. Texts the logs lack (no driver, uninstall, a failing package) are
+plausible.
 
 The firmware is written to the devices through the driver's upgrade-tool, so the install fails when no driver
-is installed and loaded. The new firmware is active after a reboot or the next driver installation (6c);
+is installed and loaded. The new firmware is active after a reboot or the next driver installation;
 a package built with takes_effect="immediately" writes /usr/local/Ascend/firmware/version.info at once (the
 simulator's shortcut), "reboot" puts it into pending.json. Exit 0 on success, 1 on failure.
 """

@@ -2,7 +2,7 @@
 """lspci (simulated server; installed ahead of the real one as /usr/local/bin/lspci).
 
 Adds the NPUs of hardware.json, with their real IDs (vendor 19e5; d802 910B, d803 A3 per die, d500 310P per
-card; class 1200 "Processing accelerators", ascend-host.md "PCI IDs"), to the real /usr/bin/lspci listing:
+card; class 1200 "Processing accelerators"), to the real /usr/bin/lspci listing:
   lspci            c1:00.0 Processing accelerators: Huawei Technologies Co., Ltd. Device d802 (rev 20)
   lspci -nn        c1:00.0 Processing accelerators [1200]: Huawei Technologies Co., Ltd. Device [19e5:d802]
                    (rev 20)
@@ -30,7 +30,7 @@ else:
 
 VENDOR = "19e5"
 VENDOR_NAME = "Huawei Technologies Co., Ltd."
-LINE = "%s Processing accelerators: %s Device %s (rev 20)"  # ascend-host.md "lspci: ... Device d801 (rev 20)"
+LINE = "%s Processing accelerators: %s Device %s (rev 20)"  # as the real lspci prints it
 LINE_NN = "%s Processing accelerators [1200]: %s Device [%s:%s] (rev 20)"  # brief / lspci -nn form
 LINE_N = "%s 1200: %s:%s (rev 20)"
 

@@ -4,11 +4,12 @@
 npu_chip_info_* gauges of every simulated chip from the device state the fake npu-smi reads (hardware.json,
 faults.json: `sim fault npu-unhealthy` / `link-down`). python3 standard library only.
 
-Wire format as npu-exporter's (../shared/reference/ascend-samples.md section 8, MindCluster
+Wire format as npu-exporter's (github.com/Ascend/mind-cluster
 docs/en/scheduling/api/npu_exporter/01_prometheus_metrics_api.md): `# HELP` / `# TYPE <name> gauge`, the
 label set container_name,id,model_name,namespace,pcie_bus_info,pod_name,vdie_id, and a millisecond timestamp
-on every sample. HELP texts and values from /work/notes/monitoring-research.md section 1 (collector BuildDesc
-calls): health_status 1 healthy / 0 unhealthy (any non-OK npu-smi health), link_status 1 UP / 0 DOWN.
+on every sample. HELP texts and values from MindCluster's npu-exporter code
+(component/npu-exporter/collector, BuildDesc calls): health_status 1 healthy / 0 unhealthy (any non-OK
+npu-smi health), link_status 1 UP / 0 DOWN.
 Flags as the real binary's (cmd/npu-exporter/main.go): -ip (required), -port (default 8082, 1025-40000),
 -logFile; others are accepted and ignored.
 """

@@ -4,7 +4,7 @@
 Installed by the fake driver package as /usr/local/bin/npu-smi and /usr/local/sbin/npu-smi; reads the state
 described in simstate.py.
 
-Messages and exit codes follow npucli (verylucky01/driver src/custom/dev_prod/user/npucli, samples 1d/4c);
+Messages and exit codes follow npucli (verylucky01/driver src/custom/dev_prod/user/npucli);
 npu-smi exits with its negative error code, so the shell sees it modulo 256:
   dcmi init failure (no driver loaded / no /dev/davinci_manager):
     "dcmi module initialize failed. ret is -8005", rc 187;

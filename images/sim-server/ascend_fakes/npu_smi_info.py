@@ -1,9 +1,11 @@
 """`npu-smi info -l / -m / -t board|health|memory|usages|topo` (fake).
 
-Every key/value line is `\\t%-30s : %s` (ascend-samples.md, "General format facts"; npu_info_print.c).
-Field order and values follow samples 2a/2b (board), 4a (-l), 4b (-m), 4c (health), 4d (memory), 4e (usages)
-and 3 (topo); per-chip-type variations follow print_ascend_board_info / print_npu_card_info /
-print_ascend_chip_info / print_mapping_info(_910_93) / show_ascend_card_info of the same source.
+Every key/value line is `\\t%-30s : %s` (npu_info_print.c of the open-sourced driver,
+github.com/verylucky01/driver). Field order and values follow public captures (yunionio/telegraf
+plugins/inputs/npu_smi/npu_smi_test.go; Ascend/mind-cluster component/ascend-faultdiag test fixtures; the
+ArthurChiao blog post "gpu-advanced-notes-2"; ms-swift NPU docs for topo); per-chip-type variations follow
+print_ascend_board_info / print_npu_card_info / print_ascend_chip_info / print_mapping_info(_910_93) /
+show_ascend_card_info of the same source.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ MAP_ROW = "\t%-30s %-30s %-30s %s"  # -m chip row: "Ascend 910B4" (sample 4b)
 MAP5 = "\t%-30s %-30s %-30s %-30s %-30s"  # A3 -m header/Mcu row (sample 4b, print_mapping_info_910_93)
 MAP5_ROW = "\t%-30s %-30s %-30s %-30s %s"
 
-# Board identity per chip family: 2a (910B: IT21HMDC_Bin5, 0x60, 0xD802, 0x3003), 2a A3 fixture (IT22HMDA_2_S,
-# 0x71, 0xD803, 0x3001), ascend-host.md PCI IDs (310P 300I Duo subsystem 0x0110). Values the samples lack
+# Board identity per chip family: `-t board` captures (910B: IT21HMDC_Bin5, 0x60, 0xD802, 0x3003; A3 fixture:
+# IT22HMDA_2_S, 0x71, 0xD803, 0x3001), 310P 300I Duo PCI subsystem 0x0110. Values the captures lack
 # (A3 Main Board ID, 310P board/product) are plausible stand-ins.
 BOARD = {
     "910b": {"product": "IT21HMDC_Bin5", "board": "0x60", "subsys": "0x3003"},
@@ -76,7 +78,7 @@ def _hex_words(hw: simstate.Hardware, dev: simstate.Device, salt: str) -> str:
 
 
 def serial(hw: simstate.Hardware, npu_id: int) -> str:
-    return f"10{simstate.seeded(hw, npu_id, 'serial') % 10**10:010d}"  # 12 digits like 1025C9048791 (2a)
+    return f"10{simstate.seeded(hw, npu_id, 'serial') % 10**10:010d}"  # 12 digits like 1025C9048791
 
 
 def listing(hw: simstate.Hardware, devices: list[simstate.Device]) -> list[str]:
@@ -119,7 +121,7 @@ def board(hw: simstate.Hardware, card: list[simstate.Device]) -> list[str]:
     first = card[0]
     sw = simstate.driver_version() or "NA"
     fw = simstate.firmware_version(hw) or "NA"
-    sub = hw.raw.get("pci_subsystem_id")  # hardware.json may name it ("0110" = 300I Duo, ascend-host.md)
+    sub = hw.raw.get("pci_subsystem_id")  # hardware.json may name it ("0110" = 300I Duo)
     subsys = f"0x{str(sub).upper().removeprefix('0X')}" if sub else b["subsys"]
     out = [
         KV % ("NPU ID", first.npu_id),

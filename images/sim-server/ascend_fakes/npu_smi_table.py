@@ -1,7 +1,8 @@
 """`npu-smi info` main table (fake): the 98-column A2/A3 layout and the 106-column 310P layout.
 
-Formats are the printf formats of npucli's npu_info_print.c (ascend-samples.md 1d) at the widths of the
-captured 98/106-column outputs (samples 1a, 1b, 1c); every line of a block has the same length.
+Formats are the printf formats of npucli's npu_info_print.c (github.com/verylucky01/driver) at the widths
+of the captured 98/106-column outputs (vllm-project/vllm-ascend issues #3324 A2, #4266 A3, #2416 300I Duo);
+every line of a block has the same length.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 else:
     import simstate
 
-# ---- A2 (910B) / A3 (910_93), 98 columns: samples 1a and 1b.
+# ---- A2 (910B) / A3 (910_93), 98 columns: the A2 and A3 captures.
 RULE98 = "+" + "-" * 96 + "+"
 HEAD98 = "| npu-smi %-24s Version: %-52s |"  # sample 1a line 2 ("| npu-smi 24.1.0.3         ...")
 GRID98 = "+---------------------------+---------------+----------------------------------------------------+"
@@ -23,31 +24,31 @@ CHIP98_A3 = (
     "| Chip  Phy-ID              | Bus-Id        | AICore(%)   Memory-Usage(MB)  HBM-Usage(MB)        |"
 )
 EQ98 = "+===========================+===============+====================================================+"
-ROW1_98 = "| %-5s %-20s| %-13s | %-11s %-17s %-5s/ %-13s |"  # "| 0     910B2               | OK  ..." (1a)
+ROW1_98 = "| %-5s %-20s| %-13s | %-11s %-17s %-5s/ %-13s |"  # "| 0     910B2               | OK  ..." (A2)
 ROW2_98 = (
-    "| %-26s| %s | %-11s %-5s/ %-10s %-5s/ %-13s |"  # "| 0                         | 0000:C1:00.0  |" (1a)
+    "| %-26s| %s | %-11s %-5s/ %-10s %-5s/ %-13s |"  # "| 0                         | 0000:C1:00.0  |" (A2)
 )
 ROW2_98_A3 = (
-    "| %-5s %-20s| %s | %-11s %-5s/ %-10s %-5s/ %-13s |"  # "| 0     0                   | 0000:9D..." (1b)
+    "| %-5s %-20s| %s | %-11s %-5s/ %-10s %-5s/ %-13s |"  # "| 0     0                   | 0000:9D..." (A3)
 )
 PROC_TITLE98 = (
     "| NPU     Chip              | Process id    | Process name             | Process memory(MB)      |"
 )
-PROC98 = "| %-7s %-18s| %-13s | %-24s | %-23s |"  # "| 0       0                 | 4286          | ..." (1a)
-NOPROC98 = "| %-95s|"  # "| No running processes found in NPU 4     ...    |" (1a)
+PROC98 = "| %-7s %-18s| %-13s | %-24s | %-23s |"  # "| 0       0                 | 4286          | ..." (A2)
+NOPROC98 = "| %-95s|"  # "| No running processes found in NPU 4     ...    |" (A2)
 
 # ---- 310P (Atlas 300I Duo), 106 columns: sample 1c.
 RULE106 = "+" + "-" * 104 + "+"
-HEAD106 = "| npu-smi %-40s Version: %-44s |"  # "| npu-smi 25.2.0                       Version: ..." (1c)
+HEAD106 = "| npu-smi %-40s Version: %-44s |"  # "| npu-smi 25.2.0                       Version: ..." (Duo)
 GRID106 = "+" + "-" * 31 + "+" + "-" * 17 + "+" + "-" * 54 + "+"
 TITLE106 = "| NPU     Name                  | Health          | Power(W)     Temp(C)           Hugepages-Usage(page) |"  # noqa: E501
 CHIP106 = "| Chip    Device                | Bus-Id          | AICore(%)    Memory-Usage(MB)                        |"  # noqa: E501
 EQ106 = "+" + "=" * 31 + "+" + "=" * 17 + "+" + "=" * 54 + "+"
-ROW1_106 = "| %-7s %-22s| %-15s | %-12s %-17s %-6s/ %-13s |"  # "| 2       310P3         | OK ..." (1c)
-ROW2_106 = "| %-7s %-22s| %s    | %-12s %-5s/ %-32s |"  # "| 0       0             | 0000:01:00.0    |" (1c)
+ROW1_106 = "| %-7s %-22s| %-15s | %-12s %-17s %-6s/ %-13s |"  # "| 2       310P3         | OK ..." (Duo)
+ROW2_106 = "| %-7s %-22s| %s    | %-12s %-5s/ %-32s |"  # "| 0       0             | 0000:01:00.0    |" (Duo)
 PROC_TITLE106 = "| NPU     Chip                  | Process id      | Process name             | Process memory(MB)        |"  # noqa: E501
-PROC106 = "| %-7s %-22s| %-15s | %-24s | %-25s |"  # "| 5       0          | 904545    | python3 ..." (1c)
-NOPROC106 = "| %-103s|"  # "| No running processes found in NPU 2 ...|" (1c)
+PROC106 = "| %-7s %-22s| %-15s | %-24s | %-25s |"  # "| 5       0          | 904545    | python3 ..." (Duo)
+NOPROC106 = "| %-103s|"  # "| No running processes found in NPU 2 ...|" (Duo)
 
 # Printed by print_total_info_with_HBM when /etc/ascend_install.info lacks Driver_Install_Status=complete
 INCOMPLETE = (

@@ -72,9 +72,10 @@ SECLOG_DIR = "/var/log/ascend_seclog"
 INSTALL_LOG = f"{SECLOG_DIR}/ascend_install.log"
 OPERATION_LOG = f"{SECLOG_DIR}/operation.log"
 EXTRA_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc")
-HEALTH_LEVELS = ("OK", "Warning", "Alarm", "Critical", "UNKNOWN")  # ascend-host.md "npu-smi"
+HEALTH_LEVELS = ("OK", "Warning", "Alarm", "Critical", "UNKNOWN")  # npucli's health values
 
-# Defaults from the samples: 1a (910B4 x8 bus order), 1b (A3 node), 1c (300I Duo), 3 (topo CPU Affinity).
+# Defaults from public npu-smi captures: 910B4 x8 bus order, A3 node (vllm-ascend issue #4266), 300I Duo
+# (#2416), topo CPU Affinity.
 DEFAULT_BUS = {
     "910b": ["C1", "C2", "81", "82", "01", "02", "41", "42"],
     "910_93": [f"{0x9D - 4 * (i // 2) + 2 * (i % 2):02X}" for i in range(16)],  # 9D 9F 99 9B ... 81 83

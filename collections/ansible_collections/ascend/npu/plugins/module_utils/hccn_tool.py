@@ -3,19 +3,21 @@
 """hccn_tool (NPU RoCE NICs) for the ascend.npu modules: the commands, their output parsers, /etc/hccn.conf
 (standard library only).
 
-Formats, all from ../shared/reference/ascend-samples.md section 5 (and ascend-host.md "hccn_tool"):
-  -ip -g (5a)          "ipaddr:10.10.0.10" / "netmask:255.255.255.0"; unset: "Get ipconf failed, because no
+Formats from public hccn_tool captures (Ascend/mind-cluster component/ascend-faultdiag test fixtures; the
+ArthurChiao blog post "gpu-advanced-notes-2" section 3.2; public DeepSeek-V3 multi-node deployment notes)
+and the tool's source (github.com/verylucky01/driver src/custom/network/hccn):
+  -ip -g               "ipaddr:10.10.0.10" / "netmask:255.255.255.0"; unset: "Get ipconf failed, because no
                        ip was preset there!"
-  -netdetect -g (5g)   "netdetect address: 11.12.165.1"
-  -gateway -g (5h)     "default gateway:11.12.165.1, Iface:eth0"; unset: "Get gateway failed, because no
+  -netdetect -g        "netdetect address: 11.12.165.1"
+  -gateway -g          "default gateway:11.12.165.1, Iface:eth0"; unset: "Get gateway failed, because no
                        gateway was preset there!"
-  -tls -g (5f)         "dev_id:0, tls switch[0](0:disable, 1:enable), ..." (the switch is the first [n])
-  -link -g (5b)        "link status: UP" | "link status: DOWN"
-  -net_health -g (5c)  "net health status: Success" (others: Init, Fault, Socket failed, ...)
-  -ping -g (5d)        "device 3 PING X", per packet lines, then "3 packets transmitted, 3 received, 0.00%
+  -tls -g              "dev_id:0, tls switch[0](0:disable, 1:enable), ..." (the switch is the first [n])
+  -link -g             "link status: UP" | "link status: DOWN"
+  -net_health -g       "net health status: Success" (others: Init, Fault, Socket failed, ...)
+  -ping -g             "device 3 PING X", per packet lines, then "3 packets transmitted, 3 received, 0.00%
                        packet loss"; the command exits 0 whether or not packets came back
   -mtu -g              no capture: guides match "mtu:[[:space:]]*[0-9]+"; -s form `-mtu -s size N`
-  /etc/hccn.conf (5i)  key_N=value lines: address_N, netmask_N, netdetect_N, gateway_N, send_arp_status_N,
+  /etc/hccn.conf       key_N=value lines: address_N, netmask_N, netdetect_N, gateway_N, send_arp_status_N,
                        tls_enable_N, and mtu_N (tool_mtu_cmd_execute writes it with cfg_write_conf)
 Set commands: `-ip -s address A netmask M`, `-netdetect -s address A`, `-gateway -s gateway G`,
 `-tls -s enable 0|1`, `-mtu -s size N`; each changes the live NIC and records the setting in /etc/hccn.conf.

@@ -16,7 +16,7 @@ from typing import Any, Callable, List, Tuple
 from ansible_collections.ascend.npu.plugins.module_utils import npu_smi, version_info
 
 Runner = Callable[[List[str]], Tuple[int, str, str]]
-NPU_SMI_PATHS = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi")  # ascend-host.md "npu-smi" Binary
+NPU_SMI_PATHS = ("/usr/local/sbin/npu-smi", "/usr/local/bin/npu-smi")  # newer / older drivers
 UPGRADE_TOOL = "/usr/local/Ascend/driver/tools/upgrade-tool"
 DEVICE_NODE = re.compile(r"^/dev/(davinci\d+|davinci_manager|devmm_svm|hisi_hdc)$")
 
@@ -49,7 +49,7 @@ def version_file(root: str, kind: str) -> dict[str, Any]:
 
 
 PCI_DEVICES = "/sys/bus/pci/devices"
-HUAWEI_VENDOR = "0x19e5"  # PCI vendor id of Huawei (the NPUs' sysfs `vendor`; ascend-samples.md lspci 19e5)
+HUAWEI_VENDOR = "0x19e5"  # PCI vendor id of Huawei (the NPUs' sysfs `vendor`; lspci 19e5:d802)
 
 
 def pci_functions(root: str) -> list[dict[str, str]]:

@@ -2,20 +2,24 @@
 # Apache-2.0 (see the repository's pyproject.toml)
 """Parsers for npu-smi and upgrade-tool output (standard library only).
 
-Formats, all from ../shared/reference/ascend-samples.md:
+Formats from public captures (vllm-project/vllm-ascend issues #3314, #3324, #4266, #2416; Ascend/mind-cluster
+component/ascend-faultdiag/test/st_module_testcase/kg_parse/npu_info_before.txt; yunionio/telegraf
+plugins/inputs/npu_smi/npu_smi_test.go; ms-swift docs/source/BestPractices/NPU支持.md for -t topo) and the
+printing code of npucli (github.com/verylucky01/driver src/custom/dev_prod/user/npucli/src/npu_info_print.c;
+boot status: scripts/package/custom/driver/common/scripts/driver_install.sh):
   key/value lines  every line of `npu-smi info -l / -m / -t <type>` is printed as `\\t%-30s : %s` (a TAB,
-                   many captures show 8 spaces); continuation lines have an empty key (4c).
-  -l (4a)          "Total Count : 8", then per NPU "NPU ID : 0" / "Chip Count : 1" blocks.
-  -m (4b)          columns NPU ID, Chip ID, Chip Logic ID, [Chip Phy-ID on A3,] Chip Name; "Mcu" rows and
+                   many captures show 8 spaces); continuation lines have an empty key.
+  -l               "Total Count : 8", then per NPU "NPU ID : 0" / "Chip Count : 1" blocks.
+  -m               columns NPU ID, Chip ID, Chip Logic ID, [Chip Phy-ID on A3,] Chip Name; "Mcu" rows and
                    "-" logic ids are the cards' management chips.
-  -t board (2a)    "Software Version", "Firmware Version", "Compatibility", "PCI Device ID", ...
-  -t health (4c)   chip level "Health Status : OK"; card level (no -c): "Health : OK" then "Chip ID : n".
-  info (1a-1c)     the main table; its process section rows are "| NPU  Chip | Process id | Process name |
+  -t board         "Software Version", "Firmware Version", "Compatibility", "PCI Device ID", ...
+  -t health        chip level "Health Status : OK"; card level (no -c): "Health : OK" then "Chip ID : n".
+  info             the main table; its process section rows are "| NPU  Chip | Process id | Process name |
                    Process memory(MB) |", or "No running processes found in NPU n".
-  -t topo (3)      a header of axis labels ("NPU0".. or "Phy-ID12".. on A3) + "CPU Affinity" (not on A3), then
+  -t topo          a header of axis labels ("NPU0".. or "Phy-ID12".. on A3) + "CPU Affinity" (not on A3), then
                    one row per NPU: its label, a link type per axis (X = self, HCCS, SIO, PIX, PHB, SYS, ...)
                    and the CPU list; "Legend:" ends the table. The header may start with a TAB or not.
-  upgrade-tool --device_index -1 --boot_status (7b): a line per device containing "deviceId(N)" and
+  upgrade-tool --device_index -1 --boot_status: a line per device containing "deviceId(N)" and
                    "boot status:<n>"; 16 = started (the driver scripts count "boot status:16").
 """
 

@@ -3,13 +3,14 @@
 """Ascend HDK `.run` packages: the options to run them with and what their exit code and console say
 (standard library only).
 
-Options (../shared/reference/ascend-host.md "Driver / firmware / CANN packages"; ascend-deployer's runs):
+Options (the Ascend HDK installation guide on hiascend.com; Ascend/ascend-deployer's runs):
   fresh driver    --nox11 --full --quiet --install-for-all
   fresh firmware  --nox11 --full --quiet
   over an older   --nox11 --upgrade --quiet
-  integrity       --nox11 --check  ("SHA256 checksums are OK. All good.", ascend-samples.md 6a; --check must
+  integrity       --nox11 --check  ("SHA256 checksums are OK. All good.", public install logs; --check must
                   stand alone: the driver scripts refuse it with other options)
-Outcomes (ascend-samples.md 6b-6e; rc 2 = "installation successful but hotreset failed", install.sh):
+Outcomes (public install logs and github.com/verylucky01/driver driver_install.sh; rc 2 = "installation
+successful but hotreset failed", install.sh):
   driver   "... successfully! The new version takes effect immediately."            rc 0, active now
            "... successfully! Reboot needed for installation/upgrade to take effect!" rc 2 (or 0), reboot
   firmware "... successfully! Reboot now or after driver installation for the installation/upgrade to take
@@ -34,7 +35,7 @@ CHECK_OK = "SHA256 checksums are OK. All good."
 BUSY = "The davinci nodes are occupied by some processes"
 MISSING_TOOLS = re.compile(r"The list of missing tools:\s*([^\s\[]*)")
 USER_MISSING = re.compile(r"ERR_NO:0x009[16];ERR_DES:(.*)")
-TOOL_PACKAGES = {"lspci": "pciutils", "ifconfig": "net-tools"}  # ascend-host.md: "needs net-tools, pciutils"
+TOOL_PACKAGES = {"lspci": "pciutils", "ifconfig": "net-tools"}  # the installer names missing tools
 
 
 def sha256_file(path: str) -> str:

@@ -2,7 +2,7 @@
 # Apache-2.0 (see the repository's pyproject.toml)
 """version.info files of the Ascend HDK and the version ranges they carry (standard library only).
 
-Formats (../shared/reference/ascend-host.md "Version records"; verbatim files in
+Formats (the Ascend HDK installation guide on hiascend.com; verbatim files in
 tests/fixtures/ascend/version_info/):
   /usr/local/Ascend/driver/version.info    Version=24.1.rc2.2 ... compatible_version_fw=[7.0.0,7.2.99]
   /usr/local/Ascend/firmware/version.info  Version=7.7.0.1.231 ...
