@@ -74,7 +74,7 @@ OPERATION_LOG = f"{SECLOG_DIR}/operation.log"
 EXTRA_NODES = ("davinci_manager", "devmm_svm", "hisi_hdc")
 HEALTH_LEVELS = ("OK", "Warning", "Alarm", "Critical", "UNKNOWN")  # npucli's health values
 
-# Defaults from public npu-smi captures: 910B4 x8 bus order, A3 node (vllm-ascend issue #4266), 300I Duo
+# Defaults from public npu-smi captures: 910B4 x8 bus order, A3 node (vllm-project/vllm-ascend#4266), 300I Duo
 # (#2416), topo CPU Affinity.
 DEFAULT_BUS = {
     "910b": ["C1", "C2", "81", "82", "01", "02", "41", "42"],
