@@ -86,7 +86,7 @@ def test_mla_kv_cache_is_not_split_by_tp_but_gqa_is() -> None:
 
 
 def test_servers_needed_for_r1_w8a8_on_a2_is_two_and_bf16_is_four() -> None:
-    # ../shared/reference/vllm-ascend.md "DeepSeek recipes": R1-W8A8 on 1x A3 (16 dies) or 2x A2 (8 x 64G)
+    # vllm-ascend's DeepSeek tutorials (docs/source/tutorials): R1-W8A8 on 1x A3 (16 dies) or 2x A2 (8 x 64G)
     w8a8 = get_model("DeepSeek-R1-W8A8")
     r1 = get_model("DeepSeek-R1")
     a2, a3 = reported()[("910b", 64)], reported()[("910_93", 64)]

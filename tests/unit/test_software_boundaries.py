@@ -1,7 +1,7 @@
 """Boundaries of the software rules, as whole findings: the Python range of a vllm-ascend release, a driver
 at the lowest HDK its CANN supports, and a driver that CANN accepts but vllm-ascend does not.
 
-The ranges are the release notes' (../shared/reference/ascend-samples.md, vllm-ascend's installation docs):
+The ranges are the release notes' (vllm-ascend's release notes and installation docs):
 vllm-ascend v0.23.0 runs on Python >=3.10,<3.13 and builds its image with Python 3.12 on CANN 9.1.0, which
 supports HDK drivers from 25.2; v0.13.0 (CANN 8.5.0, HDK 25.0 .. 25.5) needs HDK 25.5.0."""
 

@@ -324,8 +324,7 @@ def test_a_release_rolls_through_the_gateway_under_load_without_a_failed_request
     """A serving change (a new env variable: every replica's release changes) rolls canary first (mn, on its
     head a2-01), then a2-03, which rolls the two replicas it heads one after another, through the running
     router while 6 clients send requests through it the whole time: no request fails, the router always
-    routes to at least replicas - 1 (2 of 3) workers, and every head is back in the router at the end
-    (issue 10's acceptance)."""
+    routes to at least replicas - 1 (2 of 3) workers, and every head is back in the router at the end."""
     site = sim.root / "inventories" / sim.name / "site.yaml"
     text = site.read_text()
     assert text.count("  max_num_seqs: 16\n") == 1, text

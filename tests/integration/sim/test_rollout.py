@@ -1,4 +1,4 @@
-"""The serve phase's rolling update (issue 10) on one simulated cluster in the mixed layout (`sim up
+"""The serve phase's rolling update on one simulated cluster in the mixed layout (`sim up
 --layout mixed`): replica mn spans a2-01 + a2-02 (head + headless), a2-03 holds a2-03-a and a2-03-b. The
 gateway is disabled here (the gateway's tests drive the router). One `orchestrator apply` of every phase
 from bare servers, then `--phases serve` applies of spec changes:

@@ -1,6 +1,6 @@
 """The doctor on its corpus of real failing logs (benchmarks/doctor-corpus/, kept apart from the other test
-data): never a wrong cause, and at least the named ratio measured when the rules were last grown (issue 23,
-item 12). benchmarks/bench_doctor_corpus.py prints the same counts as a table."""
+data): never a wrong cause, and at least the named ratio measured when the rules were last grown.
+benchmarks/bench_doctor_corpus.py prints the same counts as a table."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ EXPECTED = {
     "f5b-get-socket-timeout-named.log": ("hccl-get-socket-timeout", "NnopbaseRunWithWorkspace"),
     "f6-vector-core-507035.log": ("aicore-vector-exception", "rtDeviceSynchronizeWithTimeout"),
     "f7-hccl-port-bound.log": ("hccl-port-in-use", "HcclGetRootInfo(&hcclID), error code is 11"),
-    # issue 23 item 12: the two logs the doctor used to name a WRONG cause for (see the tests below)
+    # the two logs the doctor used to name a WRONG cause for (see the tests below)
     "f8-ej0002-port-down.log": ("npu-nic-port-down", "and specific port[16666] fail"),
     "f9-device-order-207004.log": ("visible-devices-not-ascending", "The device is unavailable."),
 }

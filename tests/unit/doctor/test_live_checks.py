@@ -1,5 +1,5 @@
 """The live doctor's checks on recorded facts: ascend.npu.npu_info run against the simulator's fake Ascend
-tools (which copy ../shared/reference/ascend-samples.md), verbatim tool outputs from the pinned reference
+tools (which copy the pinned samples), verbatim tool outputs from the pinned reference
 copy (tests/fixtures/reference/ascend-samples.md), verbatim public log lines (tests/data/doctor)."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from tests.helpers import PATIENCE_S
 REPO = Path(__file__).resolve().parents[3]
 FAKES = REPO / "images" / "sim-server" / "ascend_fakes"
 SAMPLES = Path(__file__).resolve().parent / "fake_samples"
-# a pinned verbatim copy of ../shared/reference/ascend-samples.md (tests/fixtures/reference/README.md)
+# the pinned verbatim samples (tests/fixtures/reference/README.md)
 REFERENCE = REPO / "tests" / "fixtures" / "reference" / "ascend-samples.md"
 
 # Profiles as `sim up` writes them (docs/simulator.md hardware.json); bus ids of samples 1a (910B4), 1b, 1c.
