@@ -32,7 +32,7 @@ from orchestrator.spec.findings import Finding, format_finding
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES, LoadLimits
 
 if TYPE_CHECKING:
-    from orchestrator.validation import ValidationResult
+    from orchestrator.pipeline import ValidationResult
 
 
 def validate_command(
@@ -52,7 +52,7 @@ def validate_command(
 ) -> None:
     """Check the spec (structure, cross-field rules, capacity) and print the derived plan."""
     from orchestrator.cli.check import folder_findings
-    from orchestrator.validation import validate_file
+    from orchestrator.pipeline import validate_file
 
     if fmt is Format.json:
         result = validate_file(resolve(site), LoadLimits(max_bytes=max_spec_size))
@@ -190,9 +190,9 @@ def examples_command(
     """Validate every site under inventories/, print its plan and phases, and check that its committed
     inventory is what render writes today (exit 1 when stale). Writes nothing unless --write or --out."""
     from orchestrator.cli.phase_lines import print_phases
+    from orchestrator.pipeline import validate_file
     from orchestrator.planning.phases import plan_phases
-    from orchestrator.render import render_texts
-    from orchestrator.validation import validate_file
+    from orchestrator.render import as_input, render_texts
 
     failed = stale = 0
     for path in example_sites():
@@ -210,7 +210,7 @@ def examples_command(
             written = render_into(result, target).files
             con.print(f"rendered {len(written)} files into {target}", markup=False)
         else:
-            changed = _stale_files(path.parent, render_texts(result))
+            changed = _stale_files(path.parent, render_texts(as_input(result)))
             if changed:
                 stale += 1
                 con.print(
