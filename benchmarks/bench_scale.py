@@ -51,9 +51,9 @@ def large_site_text(n_servers: int) -> str:
 
 
 def _one(n: int) -> None:
+    from orchestrator.pipeline import validate_file
     from orchestrator.render import render_texts
     from orchestrator.render.writer import write_atomic
-    from orchestrator.validation import validate_file
 
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "site.yaml"

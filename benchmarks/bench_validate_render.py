@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 
 import yaml
 
+from orchestrator.pipeline import ValidationResult, validate_text
 from orchestrator.render import render_texts
 from orchestrator.render.writer import write_atomic
-from orchestrator.validation import ValidationResult, validate_text
 
 T = TypeVar("T")
 RACK = 8  # servers per rack; a site has n // RACK racks

@@ -16,7 +16,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from orchestrator.validation import ValidationResult, validate_text
+from orchestrator.pipeline import ValidationResult, validate_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "inventories"

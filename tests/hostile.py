@@ -16,8 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from orchestrator.pipeline import ValidationResult
 from orchestrator.spec.findings import Finding, format_finding
-from orchestrator.validation import ValidationResult
 from tests.helpers import ROOT
 
 BUDGET_S = 1.0  # per hostile case, on top of the CLI's start-up time

@@ -11,8 +11,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from orchestrator.pipeline import ValidationResult, validate_text
 from orchestrator.spec.findings import Finding, format_finding, format_path
-from orchestrator.validation import ValidationResult, validate_text
 
 ROOT = Path(__file__).resolve().parents[1]
 _PAIR = ROOT / "inventories" / "a2-pair-r1-w8a8" / "site.yaml"

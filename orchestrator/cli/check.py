@@ -9,9 +9,9 @@ from rich.console import Console
 
 from orchestrator.cli import exits
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, print_findings, summary_line
+from orchestrator.pipeline import ValidationResult, validate_file
 from orchestrator.spec.findings import Finding, warning
 from orchestrator.spec.limits import DEFAULT_LIMITS, LoadLimits
-from orchestrator.validation import ValidationResult, validate_file
 
 EXIT_OK = exits.OK
 EXIT_INVALID = exits.INVALID_SPEC

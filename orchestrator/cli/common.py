@@ -18,8 +18,8 @@ from orchestrator.cli.sites import SiteNotFound, resolve_site
 from orchestrator.spec.limits import MAX_SPEC_SIZE_ENV, LoadLimits, parse_size
 
 if TYPE_CHECKING:
+    from orchestrator.pipeline import ValidationResult
     from orchestrator.render import RenderOutcome
-    from orchestrator.validation import ValidationResult
 
 EXIT_INVALID = exits.INVALID_SPEC
 EXIT_CANTCREAT = exits.CANT_CREATE
@@ -116,11 +116,11 @@ def load(site: str, max_spec_size: int, max_findings: int, quiet: bool = True) -
 
 
 def render_into(result: ValidationResult, target: Path, force: bool = False) -> RenderOutcome:
-    from orchestrator.render import RenderConflict, render_inventory
+    from orchestrator.render import RenderConflict, as_input, render_inventory
 
     err = console(stderr=True)
     try:
-        outcome = render_inventory(result, target, force)
+        outcome = render_inventory(as_input(result), target, force)
     except RenderConflict as exc:
         err.print(str(exc), markup=False, style="bold red")
         raise typer.Exit(EXIT_CANTCREAT) from None

@@ -31,9 +31,9 @@ from orchestrator.drift.schedule import (
     timer_unit,
     unit_name,
 )
+from orchestrator.pipeline import validate_file
 from orchestrator.spec.drift_schedule import Every, ScheduleError, parse_every
 from orchestrator.spec.limits import DEFAULT_MAX_BYTES
-from orchestrator.validation import validate_file
 
 
 def systemd_running() -> bool:

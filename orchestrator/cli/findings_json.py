@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from orchestrator.spec.findings import Finding, format_path
 
 if TYPE_CHECKING:
-    from orchestrator.validation import ValidationResult
+    from orchestrator.pipeline import ValidationResult
 
 
 def finding_json(f: Finding, filename: str) -> dict[str, Any]:

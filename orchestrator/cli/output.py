@@ -12,8 +12,8 @@ from rich.console import Console
 from orchestrator.spec.findings import Finding, format_finding
 
 if TYPE_CHECKING:  # light to import: every command's --help reads DEFAULT_MAX_FINDINGS from here
+    from orchestrator.pipeline import ValidationResult
     from orchestrator.planning.model import ReplicaPlan, SitePlan
-    from orchestrator.validation import ValidationResult
 
 
 def console(stderr: bool = False) -> Console:

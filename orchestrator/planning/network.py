@@ -1,24 +1,39 @@
-"""HCCN address plan: one address per NPU device (die) for the NPU-integrated RoCE NICs."""
+"""HCCN address plan: one address per NPU device (die) for the NPU-integrated RoCE NICs.
+
+Pure: a plan that cannot be laid out (orchestrator/validation/plan_checks/hccn_layout.py says why) yields
+the addresses it could derive up to that point, never a finding.
+"""
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping
+from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
 
-from orchestrator.planning.hccn_checks import (
-    HccnServer,
-    HostAddress,
-    check_addresses,
-    check_subnets,
-    subnet_of,
-)
 from orchestrator.planning.model import HccnDevice
-from orchestrator.spec.findings import Finding, SpecPath, error
 from orchestrator.spec.network import HccnPlan, HccnSubnet
 
-__all__ = ["HccnServer", "HostAddress", "host_address", "plan_hccn"]
+__all__ = ["HccnServer", "host_address", "plan_hccn", "slots_per_server", "subnet_of"]
+
+
+@dataclass(frozen=True)
+class HccnServer:
+    """A server that takes part in the HCCN plan, in plan order."""
+
+    name: str
+    spec_index: int  # index in spec.servers, for error paths
+    devices: int
+    explicit: tuple[IPv4Address, ...] | None
+
+
+def subnet_of(plan: HccnPlan, address: IPv4Address) -> HccnSubnet | None:
+    return next((s for s in plan.subnets if address in s.cidr), None)
+
+
+def subnets_disjoint(plan: HccnPlan) -> bool:
+    subnets = plan.subnets
+    return not any(b.cidr.overlaps(a.cidr) for j, b in enumerate(subnets) for a in subnets[:j])
 
 
 def _device(index: int, address: IPv4Address, subnet: HccnSubnet) -> HccnDevice:
@@ -39,109 +54,46 @@ def host_address(cidr: IPv4Network, host_number: int) -> IPv4Address | None:
     return cidr.network_address + host_number
 
 
-def _last_host(cidr: IPv4Network) -> str:
-    if cidr.prefixlen > 30:  # a /31 or /32 has no address besides the network and broadcast ones
-        return f"a /{cidr.prefixlen} has no host addresses"
-    last = cidr.num_addresses - 2
-    return f"the last host number of a /{cidr.prefixlen} is {last} ({cidr.network_address + last})"
+def slots_per_server(plan: HccnPlan, servers: list[HccnServer]) -> list[int]:
+    """Per server, how many addresses it takes in each subnet (device d in subnets[d % k])."""
+    k = len(plan.subnets)
+    return [math.ceil(s.devices / k) for s in servers]
 
 
-def _explicit(plan: HccnPlan, srv: HccnServer) -> tuple[list[HccnDevice] | None, list[Finding]]:
-    where: SpecPath = ("servers", srv.spec_index, "overrides", "hccn_addresses")
+def _explicit(plan: HccnPlan, srv: HccnServer) -> tuple[HccnDevice, ...] | None:
     addrs = srv.explicit or ()
     if len(addrs) != srv.devices:
-        return None, [
-            error(
-                where,
-                f"server '{srv.name}' has {srv.devices} NPU devices but {len(addrs)} HCCN addresses",
-                f"list exactly {srv.devices} addresses, one per device index",
-                "hccn",
-            )
-        ]
-    devices: list[HccnDevice] = []
-    findings: list[Finding] = []
+        return None
+    devices = []
     for d, given in enumerate(addrs):
         found = subnet_of(plan, given)
-        if found is None:
-            findings.append(
-                error(
-                    (*where, d),
-                    f"address {given} is in none of the HCCN subnets "
-                    f"({', '.join(str(s.cidr) for s in plan.subnets)})",
-                    "pick an address inside one of network.hccn.subnets",
-                    "hccn",
-                )
-            )
-            continue
-        devices.append(_device(d, given, found))
-    return devices, findings
+        if found is not None:  # an address outside every subnet is dropped
+            devices.append(_device(d, given, found))
+    return tuple(devices)
 
 
-def plan_hccn(
-    plan: HccnPlan,
-    servers: list[HccnServer],
-    host_addresses: Mapping[str, HostAddress] | None = None,
-) -> tuple[dict[str, tuple[HccnDevice, ...]], list[Finding]]:
-    """Addresses per server, plus findings for plans that cannot be laid out.
-
-    host_addresses: the site's host addresses (management, HCCL_IF_IP) that no NPU NIC may take.
-    """
-    findings: list[Finding] = []
+def plan_hccn(plan: HccnPlan, servers: list[HccnServer]) -> dict[str, tuple[HccnDevice, ...]]:
+    """Addresses per server: explicit ones as written, the others numbered after all earlier servers'."""
     result: dict[str, tuple[HccnDevice, ...]] = {}
-    base: SpecPath = ("network", "hccn")
-    if not plan.subnets:
-        return result, [
-            error(
-                (*base, "subnets"),
-                "the HCCN plan has no subnets",
-                "add at least one subnet, e.g. subnets: [{cidr: 192.168.100.0/24}]",
-                "hccn",
-            )
-        ]
-    if plan.plan == "single_subnet" and len(plan.subnets) != 1:
-        findings.append(
-            error(
-                (*base, "subnets"),
-                f"plan 'single_subnet' takes exactly one subnet, {len(plan.subnets)} given",
-                "use plan: per_index for several subnets",
-                "hccn",
-            )
-        )
-        return result, findings
-    overlaps = check_subnets(plan)
-    if overlaps:  # every address below would be ambiguous
-        return result, overlaps
+    if not plan.subnets or (plan.plan == "single_subnet" and len(plan.subnets) != 1):
+        return result
+    if not subnets_disjoint(plan):  # every address would be ambiguous
+        return result
     k = len(plan.subnets)  # per_index: device d in subnets[d % k]; single_subnet: k == 1, all in subnets[0]
-    slots_per_server = [math.ceil(s.devices / k) for s in servers]
-    slots_before = list(itertools.accumulate(slots_per_server, initial=0))  # one pass, not a sum per device
+    slots_before = list(itertools.accumulate(slots_per_server(plan, servers), initial=0))
     for order, srv in enumerate(servers):
         if srv.explicit is not None or plan.plan == "explicit":
-            explicit, found = _explicit(plan, srv)
-            findings.extend(found)
+            explicit = _explicit(plan, srv)
             if explicit is not None:
-                result[srv.name] = tuple(explicit)
+                result[srv.name] = explicit
             continue
         devices: list[HccnDevice] = []
         for d in range(srv.devices):
             subnet = plan.subnets[d % k]
-            slot = d // k
             # servers may have different device counts: number them after all earlier servers' slots
-            host_number = plan.first_host + slots_before[order] + slot
-            addr = host_address(subnet.cidr, host_number)
-            if addr is None:
-                needed = plan.first_host + sum(slots_per_server) - 1
-                findings.append(
-                    error(
-                        (*base, "subnets", plan.subnets.index(subnet), "cidr"),
-                        f"subnet {subnet.cidr} is too small: the plan needs host numbers up "
-                        f"to {needed} ({len(servers)} servers, {sum(slots_per_server)} addresses "
-                        f"per subnet from first_host {plan.first_host}), {_last_host(subnet.cidr)}",
-                        "use a larger subnet (e.g. a /24) or lower first_host",
-                        "hccn",
-                    )
-                )
-                return result, findings
+            addr = host_address(subnet.cidr, plan.first_host + slots_before[order] + d // k)
+            if addr is None:  # the subnet is too small: this server and the later ones get none
+                return result
             devices.append(_device(d, addr, subnet))
         result[srv.name] = tuple(devices)
-    findings.extend(check_addresses(plan, servers, result, host_addresses or {}))
-    return result, findings
+    return result

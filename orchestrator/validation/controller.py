@@ -26,7 +26,7 @@ from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.software import PackageSource
 
 if TYPE_CHECKING:
-    from orchestrator.validation import ValidationResult
+    from orchestrator.validation.result import ValidationResult
 
 EVERY_PHASE = None
 DRIFT = "drift"

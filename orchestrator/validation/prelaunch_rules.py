@@ -4,7 +4,7 @@ Each rule is the before-launch twin of a doctor rule (orchestrator/doctor/rules_
 - ``max_num_batched_tokens < max_model_len`` with chunked prefill off (``ascend-scheduler-batched-tokens``);
 - HCCL_BUFFSIZE below what MoE dispatch/combine needs under expert parallelism (``hccl-buffsize-too-small``);
 - one HCCL_IF_BASE_PORT from serving.env shared by replicas on one server (``hccl-port-in-use``).
-Memory utilization vs HBM is not here: planning/topology.py (_capacity_findings) already refuses weights
+Memory utilization vs HBM is not here: validation/plan_checks/capacity.py already refuses weights
 that exceed gpu_memory_utilization x the chip's usable HBM and a KV cache that cannot hold one max_model_len
 sequence.
 """

@@ -2,7 +2,7 @@
 
 A clash is reported at the later definition; the message names the earlier one, and the finding carries
 its position (printed as "first defined at site.yaml:L:C"). NPU-NIC addresses are checked with the HCCN
-plan (planning/hccn_checks.py), because most of them are derived, not written.
+plan (validation/plan_checks/hccn_addresses.py), because most of them are derived, not written.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ from types import ModuleType
 
 import pytest
 
+from orchestrator.pipeline import ValidationResult, validate_text
 from orchestrator.render import render, render_texts
-from orchestrator.validation import ValidationResult, validate_text
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_validate_render.py"
 

@@ -12,10 +12,10 @@ from typing import Any, get_args
 import pytest
 import yaml
 
+from orchestrator.pipeline import ValidationResult, validate_text
 from orchestrator.render import render_texts
 from orchestrator.spec.findings import Position
 from orchestrator.spec.gateway import RouterPolicy
-from orchestrator.validation import ValidationResult, validate_text
 
 ROOT = Path(__file__).resolve().parents[2]
 FLEET = (ROOT / "inventories" / "a2-fleet-gateway" / "site.yaml").read_text(encoding="utf-8")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.pipeline import validate_bytes, validate_file, validate_text
 from orchestrator.spec.findings import Position, format_finding
 from orchestrator.spec.limits import LoadLimits
 from orchestrator.spec.loader import load_file, parse_text
-from orchestrator.validation import validate_bytes, validate_file, validate_text
 from tests.helpers import PATIENCE_S, ROOT, cpu_seconds_at_most, load_example, to_yaml
 from tests.hostile import assert_refused, cli, only_error, startup_cpu
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.pipeline import validate_text
 from orchestrator.spec.findings import format_finding
-from orchestrator.validation import validate_text
 from tests.helpers import load_example, to_yaml
 from tests.hostile import assert_refused, cli, startup_cpu
 

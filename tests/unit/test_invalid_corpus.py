@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.pipeline import ValidationResult, validate_file
 from orchestrator.spec.findings import Finding, format_finding, format_path
-from orchestrator.validation import ValidationResult, validate_file
 from tests.helpers import PATIENCE_S
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from orchestrator.pipeline import validate_file, validate_text
 from orchestrator.spec.findings import Finding, Position, error, format_finding, format_path, sort_findings
 from orchestrator.spec.loader import Document, SourceMap, load_file, parse_text
-from orchestrator.validation import validate_file, validate_text
 from tests.helpers import PATIENCE_S
 
 ROOT = Path(__file__).resolve().parents[2]

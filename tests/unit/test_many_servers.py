@@ -7,8 +7,8 @@ import re
 import time
 from pathlib import Path
 
+from orchestrator.pipeline import validate_text
 from orchestrator.spec.findings import Position, error, sort_findings
-from orchestrator.validation import validate_text
 from tests.hostile import cli
 
 # ------------------------------------------------------------------------------- many servers

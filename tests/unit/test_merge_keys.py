@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.pipeline import validate_text
 from orchestrator.spec.findings import Position
 from orchestrator.spec.loader import parse_text
-from orchestrator.validation import validate_text
 from tests.hostile import assert_refused, cli, only_error, startup_cpu
 
 

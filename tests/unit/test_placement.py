@@ -3,9 +3,9 @@ user did not write (a comment above the document, the line after an empty value)
 
 from __future__ import annotations
 
+from orchestrator.pipeline import validate_text
 from orchestrator.spec.findings import Position
 from orchestrator.spec.loader import parse_text
-from orchestrator.validation import validate_text
 from tests.helpers import load_example, to_yaml
 
 HEADER = "# Site spec of the lab.\n# Owner: ops.\n\n"

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from orchestrator.pipeline import validate_text
 from orchestrator.spec.findings import Finding, format_path
-from orchestrator.validation import validate_text
 from orchestrator.validation.prelaunch_rules import DispatchShape, needed_hccl_buffsize_mb
 from tests.helpers import to_yaml
 

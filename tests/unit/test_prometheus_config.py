@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
+from orchestrator.pipeline import validate_file
 from orchestrator.planning.phases import plan_phases
 from orchestrator.render.monitoring_vars import JOBS
-from orchestrator.validation import validate_file
 from tests.helpers import EXAMPLES
 from tests.prometheus_config import RULES, site_vars, write_config
 from tests.promtool import run

@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 from ruamel.yaml import YAML
 
 from orchestrator.catalog import ModelArch, get_chip, get_model
+from orchestrator.pipeline import ValidationResult, validate_text
 from orchestrator.render import render, render_texts
 from orchestrator.spec.findings import format_finding
 from orchestrator.spec.site import SiteSpec
-from orchestrator.validation import ValidationResult, validate_text
 
 GIB = 1024**3
 # Per chip family: HDK package prefix, driver and firmware sha256 (as the examples in inventories/ use).

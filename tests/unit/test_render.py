@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from orchestrator.catalog import get_chip
+from orchestrator.pipeline import ValidationResult, validate_file, validate_text
 from orchestrator.render import render, render_texts
 from orchestrator.render.manifest import MANIFEST
 from orchestrator.render.writer import header
-from orchestrator.validation import ValidationResult, validate_file, validate_text
 from tests.helpers import PATIENCE_S
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from orchestrator.pipeline import ValidationResult, validate_file, validate_text
 from orchestrator.render import RenderConflict, render, render_inventory, render_texts
 from orchestrator.render.manifest import (
     MANIFEST,
@@ -22,7 +23,6 @@ from orchestrator.render.manifest import (
     read_manifest,
     sha256_text,
 )
-from orchestrator.validation import ValidationResult, validate_file, validate_text
 from tests.helpers import PATIENCE_S
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,12 +12,12 @@ import pytest
 from pydantic import ValidationError
 from ruamel.yaml import YAML
 
+from orchestrator.pipeline import ValidationResult, validate_text
 from orchestrator.spec.findings import Finding, format_finding, format_path
 from orchestrator.spec.hardware import HardwareProfile, ServerOverrides
 from orchestrator.spec.serving import Replica
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.structural import model_at, validate_structure
-from orchestrator.validation import ValidationResult, validate_text
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_FILES = sorted((ROOT / "inventories").glob("*/site.yaml"))

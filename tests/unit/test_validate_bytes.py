@@ -3,8 +3,8 @@ covers the decoding; it is left out of mutation runs for its time budgets)."""
 
 from __future__ import annotations
 
+from orchestrator.pipeline import validate_bytes
 from orchestrator.spec.limits import LoadLimits
-from orchestrator.validation import validate_bytes
 from tests.helpers import EXAMPLES
 
 RAW = (EXAMPLES / "a2-single-distill" / "site.yaml").read_bytes()

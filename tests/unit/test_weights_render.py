@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
+from orchestrator.pipeline import validate_text
 from orchestrator.render import render_texts
-from orchestrator.validation import validate_text
 
 SITE = Path(__file__).resolve().parents[2] / "inventories" / "a2-fleet-gateway" / "site.yaml"
 

@@ -14,7 +14,7 @@ import pytest
 
 from orchestrator.cli import apply_cmd, drift_cmd, exits, plan_cmd, rollback_cmd
 from orchestrator.cli.app import app
-from orchestrator.validation import validate_file
+from orchestrator.pipeline import validate_file
 from orchestrator.validation.controller import controller_findings, resolve_secret
 from tests.helpers import CLOSED_WEBHOOK, copy_ready_site
 

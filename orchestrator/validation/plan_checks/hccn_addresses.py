@@ -12,21 +12,12 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 
 from orchestrator.planning.model import HccnDevice
+from orchestrator.planning.network import HccnServer
 from orchestrator.spec.findings import Finding, Related, SpecPath, error
-from orchestrator.spec.network import HccnPlan, HccnSubnet
+from orchestrator.spec.network import HccnPlan
 
 _SUBNETS: SpecPath = ("network", "hccn", "subnets")
 _OWN = "give every NPU NIC its own address"
-
-
-@dataclass(frozen=True)
-class HccnServer:
-    """A server that takes part in the HCCN plan, in plan order."""
-
-    name: str
-    spec_index: int  # index in spec.servers, for error paths
-    devices: int
-    explicit: tuple[IPv4Address, ...] | None
 
 
 @dataclass(frozen=True)
@@ -51,10 +42,6 @@ class _Nic:
     @property
     def who(self) -> str:
         return f"'{self.server}' NPU {self.device}"
-
-
-def subnet_of(plan: HccnPlan, address: IPv4Address) -> HccnSubnet | None:
-    return next((s for s in plan.subnets if address in s.cidr), None)
 
 
 def check_subnets(plan: HccnPlan) -> list[Finding]:
