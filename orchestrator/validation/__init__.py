@@ -15,6 +15,7 @@ from orchestrator.spec.limits import DEFAULT_LIMITS, LoadLimits
 from orchestrator.spec.loader import Document, load_file, parse_bytes, parse_text
 from orchestrator.spec.site import SiteSpec
 from orchestrator.spec.structural import validate_structure
+from orchestrator.spec.version import read_version
 from orchestrator.validation import (
     bench_rules,
     gateway_rules,
@@ -50,6 +51,11 @@ class ValidationResult:
     @property
     def ok(self) -> bool:
         return not self.errors and self.plan is not None
+
+    @property
+    def spec_format(self) -> int | None:
+        """The spec format the file says it is (0: no spec_version), or None when unread or not an integer."""
+        return read_version(self.document.data) if self.document is not None else None
 
     def with_findings(self, more: list[Finding]) -> ValidationResult:
         """This result with more findings, each placed at its field's line."""
