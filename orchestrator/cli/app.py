@@ -34,6 +34,7 @@ class Commands(LazyGroup):
         "doctor": "orchestrator.cli.doctor_cmd:doctor_command",
         "bench": "orchestrator.cli.bench_cmd:bench_command",
         "validate": "orchestrator.cli.spec_cmds:validate_command",
+        "migrate": "orchestrator.cli.migrate_cmd:migrate_command",
         "render": "orchestrator.cli.spec_cmds:render_command",
         "phases": "orchestrator.cli.spec_cmds:phases_command",
         "schema": "orchestrator.cli.spec_cmds:schema_command",
