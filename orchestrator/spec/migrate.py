@@ -111,6 +111,9 @@ def _add_version(data: CommentedMap) -> list[Change]:
             Change(("schema_version",), "removed (never read); spec_version takes its line", _REMOVED),
             Change(("spec_version",), f"set to {SPEC_VERSION}, where schema_version was", SPEC_VERSION),
         ]
+    if "spec_version" in data:  # an explicit 0
+        data["spec_version"] = SPEC_VERSION
+        return [Change(("spec_version",), f"0 -> {SPEC_VERSION}", SPEC_VERSION)]
     data.insert(0, "spec_version", SPEC_VERSION)
     return [Change(("spec_version",), f"added as the first key: {SPEC_VERSION}", SPEC_VERSION)]
 

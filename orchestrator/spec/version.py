@@ -60,11 +60,16 @@ def version_findings(data: dict[str, Any]) -> tuple[bool, list[Finding]]:
     """
     version = read_version(data)
     if version == UNVERSIONED:
+        said = (
+            "this spec has no spec_version: it is spec format 0"
+            if "spec_version" not in data
+            else "spec_version: 0 is spec format 0"
+        )
         return True, [
             error(
                 ("spec_version",),
-                f"this spec has no spec_version: it is spec format 0 (written before spec formats were "
-                f"numbered); this release reads spec format {_readable()}",
+                f"{said} (written before spec formats were numbered); this release reads spec format "
+                f"{_readable()}",
                 MIGRATE_FIX,
                 code="spec-version",
             )
@@ -75,9 +80,8 @@ def version_findings(data: dict[str, Any]) -> tuple[bool, list[Finding]]:
                 ("spec_version",),
                 f"spec format {version} is newer than this release of orchestrator reads (spec format "
                 f"{_readable()})",
-                "upgrade orchestrator to a release that reads this format (docs/spec.md lists each format "
-                "and the release notes say which release writes it), or use the orchestrator that wrote "
-                "this spec",
+                "upgrade orchestrator to a release that reads this format, or use the orchestrator that "
+                "wrote this spec",
                 code="spec-version",
             )
         ]

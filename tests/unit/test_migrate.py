@@ -99,6 +99,19 @@ def test_schema_version_of_format_0_becomes_spec_version_on_its_line() -> None:
     ]
 
 
+def test_an_explicit_format_0_is_migrated_too() -> None:
+    text = "site: lab\nspec_version: 0  # kept\nservers: []\n"
+    result = validate_text(text, "site.yaml")
+    found = [f for f in result.errors if f.path == ("spec_version",)]
+    assert [f.message for f in found] == [
+        "spec_version: 0 is spec format 0 (written before spec formats were numbered); this release reads "
+        "spec format 1"
+    ]
+    migration = migrate_text(text)
+    assert migration.text == "site: lab\nspec_version: 1  # kept\nservers: []\n"
+    assert [c.line() for c in migration.changes] == ["spec_version: 0 -> 1"]
+
+
 def test_the_file_s_indentation_is_kept() -> None:
     text = "site: lab\nservers:\n- name: a\n  roles:\n  - npu\nprofiles:\n    p:\n        chip: 910B3\n"
     assert migrate_text(text).text == "spec_version: 1\n" + text
