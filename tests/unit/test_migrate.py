@@ -3,12 +3,14 @@ tests/data/migrate/, and the errors validation gives a spec without spec_version
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
 import pytest
 import yaml
 
+from orchestrator.cli.findings_json import result_json
 from orchestrator.spec.findings import Position
 from orchestrator.spec.migrate import MigrateError, migrate_text
 from orchestrator.validation import validate_text
@@ -234,3 +236,9 @@ def test_every_example_is_of_the_current_format_written_first(spec: Path) -> Non
     assert data["spec_version"] == 1
     assert next(iter(data)) == "spec_version"
     assert not migrate_text(text).needed
+
+
+def test_validate_json_names_the_format_it_read() -> None:
+    assert json.loads(result_json(validate_text(FORMAT1, "site.yaml")))["spec_version"] == 1
+    assert json.loads(result_json(validate_text(FORMAT0, "site.yaml")))["spec_version"] == 0
+    assert json.loads(result_json(validate_text("site: [\n", "site.yaml")))["spec_version"] is None
