@@ -23,6 +23,7 @@ import yaml
 from orchestrator.pipeline import ValidationResult, validate_text
 from orchestrator.render import render_texts
 from orchestrator.render.writer import write_atomic
+from orchestrator.spec.version import SPEC_VERSION
 
 T = TypeVar("T")
 RACK = 8  # servers per rack; a site has n // RACK racks
@@ -76,6 +77,7 @@ def make_site(n_servers: int = 64) -> dict[str, Any]:
     servers[2]["roles"] = ["npu", "gateway"]
     n_rep = len(replicas)
     return {
+        "spec_version": SPEC_VERSION,
         "site": f"bench-{n_servers}",
         "ssh": {"user": "deploy", "key_file": "~/.ssh/bench_ed25519", "become": True},
         "profiles": {"atlas-800t-a2": {"chip": "910B3", "cards": 8}},

@@ -47,10 +47,16 @@ def _sections(text: str, names: tuple[str, ...]) -> str:
     return "\n".join(out) + "\n"
 
 
+SPEC_VERSION_LINE = "spec_version: 1\n"
+"""Last in these specs, not first as in a file people write: a test's line numbers stay its own text's."""
+
+
 def spec(*parts: str, model: str = MODEL) -> str:
-    """The parts (each dedented) + model + the a2-single example's os + the a2-pair example's software."""
+    """The parts (each dedented) + model + the a2-single example's os + the a2-pair example's software +
+    spec_version."""
     tail = _sections(_SINGLE.read_text(encoding="utf-8"), ("os",))
     tail += _sections(_PAIR.read_text(encoding="utf-8"), ("software",))
+    tail += SPEC_VERSION_LINE
     body = "".join(textwrap.dedent(p).strip("\n") + "\n" for p in parts)
     return body + model + tail
 

@@ -34,6 +34,7 @@ class Commands(LazyGroup):
         "doctor": "orchestrator.cli.doctor_cmd:doctor_command",
         "bench": "orchestrator.cli.bench_cmd:bench_command",
         "validate": "orchestrator.cli.validate_cmd:validate_command",
+        "migrate": "orchestrator.cli.migrate_cmd:migrate_command",
         "render": "orchestrator.cli.render_cmd:render_command",
         "phases": "orchestrator.cli.phases_cmd:phases_command",
         "schema": "orchestrator.cli.schema_cmd:schema_command",

@@ -42,6 +42,7 @@ def result_json(result: ValidationResult) -> str:
         "errors": len(result.errors),
         "warnings": len(result.warnings),
         "spec_sha256": result.document.sha256 if result.document else None,
+        "spec_version": result.spec_format,
         "findings": [finding_json(f, result.filename) for f in result.findings],
     }
     return json.dumps(doc, indent=2)

@@ -80,13 +80,16 @@ def print_findings(out: Console, result: ValidationResult, limit: int = DEFAULT_
 
 
 def summary_line(result: ValidationResult) -> str:
+    """The verdict, naming the spec format it was read as (when the file says one)."""
     e, w = len(result.errors), len(result.warnings)
+    version = result.spec_format
     if e:
+        read_as = f" (spec format {version})" if version is not None else ""
         return (
-            f"{result.filename}: INVALID: {e} error(s), {w} warning(s); "
+            f"{result.filename}: INVALID: {e} error(s), {w} warning(s){read_as}; "
             "nothing was written, no host was touched"
         )
-    return f"{result.filename}: valid ({w} warning(s))"
+    return f"{result.filename}: valid (spec format {version}, {w} warning(s))"
 
 
 def ranges(values: tuple[int, ...]) -> str:

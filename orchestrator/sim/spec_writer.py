@@ -20,6 +20,7 @@ from orchestrator.sim.npu_exporter_package import build_npu_exporter_package
 from orchestrator.sim.spec_monitoring import monitoring_section
 from orchestrator.sim.state import ClusterState, SimServer, write_if_changed
 from orchestrator.spec.findings import format_finding
+from orchestrator.spec.version import SPEC_VERSION
 
 if TYPE_CHECKING:  # validation and render only for `sim up` (status, down and the faults do without them)
     from orchestrator.validation import ValidationResult
@@ -233,6 +234,7 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
         f"# Do not edit: `orchestrator sim down --name {state.name}` removes it with the cluster.",
         "# The servers are containers reached over SSH on 127.0.0.N; the packages and weights are fakes",
         f"# under .orchestrator/sim/{state.name}/.",
+        f"spec_version: {SPEC_VERSION}",
         f"site: {state.name}",
         "ssh:",
         "  user: root",

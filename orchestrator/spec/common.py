@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from ipaddress import IPv4Address, IPv4Network
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
@@ -73,3 +73,11 @@ def secret_kind(ref: str) -> tuple[str, str]:
     """Split a validated secret reference into ('env'|'file', target)."""
     kind, _, target = ref.partition(":")
     return kind, target
+
+
+class Renamed(NamedTuple):
+    """A value the spec used to accept: what `orchestrator migrate` writes instead, and why."""
+
+    target: str
+    why: str  # the error's explanation, naming the target (and the other choice, when there is one)
+    note: str = ""  # what the migrate change line adds, e.g. why this target and not another

@@ -10,8 +10,10 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
+from orchestrator.spec.findings import format_path
 from orchestrator.spec.ranges import annotation_range, field_range
 from orchestrator.spec.site import SiteSpec
+from orchestrator.spec.version import READABLE_VERSIONS, RENAMED_VALUES, SPEC_VERSION
 
 
 def _type_name(annotation: Any) -> str:
@@ -83,6 +85,7 @@ def spec_reference() -> str:
         "empty API key would serve without one); validate reports the same as warnings. A scheduled drift",
         "run gets `env:` secrets from `drift schedule --env-file`; serving.env cannot carry secrets.",
         "",
+        *format_version_section(),
     ]
     for model in _models(SiteSpec):
         lines += [f"## {model.__name__}", ""]
@@ -98,3 +101,58 @@ def spec_reference() -> str:
             lines.append(f"| `{name}` | {_type_name(field.annotation)} | {_default(field)} | {desc} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def format_version_section() -> list[str]:
+    """The spec format convention, `orchestrator migrate` and each migration (from RENAMED_VALUES)."""
+    readable = ", ".join(str(v) for v in READABLE_VERSIONS)
+    lines = [
+        "## Spec format version",
+        "",
+        f"Every spec starts with `spec_version: {SPEC_VERSION}`, a required integer, the first key of the "
+        "file (after any",
+        "leading comments). It names the format the file is written in, so a spec written for an older "
+        "release is",
+        "recognised instead of being read by rules it was not written for (like Kubernetes' `apiVersion`; "
+        "unlike",
+        "Compose's `version`, which is optional and ignored, it is required and checked). A release that "
+        "changes what a",
+        "spec means, or stops accepting something it accepted, raises the format by one and adds a "
+        "migration step.",
+        f"This release writes format {SPEC_VERSION} and reads format {readable}. `orchestrator validate` "
+        "names the format it read",
+        "(`valid (spec format 1, ...)`); a spec without `spec_version` is format 0 (written before formats "
+        "were",
+        "numbered) and gets one error at `spec_version` with the fix; a newer format than this release reads "
+        "is refused",
+        "with the formats it reads and the advice to upgrade orchestrator.",
+        "",
+        "`orchestrator migrate SITE` rewrites an older spec in place, one step per format, keeping comments, "
+        "key order",
+        "and quoting (ruamel.yaml round-trip; written atomically, the file's mode kept), prints one line per "
+        "change",
+        "with its field path and the new format, then validates the result (exit 2 when it is invalid). "
+        "`--check`",
+        "prints the changes and exits 1 when a migration is needed, writing nothing; a spec at the current "
+        "format:",
+        "`nothing to migrate`, exit 0. A file that is not readable YAML gets the loader's error with its fix "
+        "(exit 2).",
+        "",
+        "Migrations:",
+        "",
+        "- 0 -> 1: `spec_version: 1` is added as the first key (a `schema_version` key, accepted and never "
+        "read by",
+        "  format 0, is replaced by it on its own line), and values format 1 renamed are rewritten:",
+    ]
+    for path, renamed in RENAMED_VALUES.items():
+        for old, new in renamed.items():
+            note = f" ({new.note})" if new.note else ""
+            lines.append(f"  - `{format_path(path)}`: `{old}` -> `{new.target}`{note}")
+    lines += [
+        "",
+        "  Validation still refuses those former values (in a spec edited by hand) with what to write "
+        "instead, and says",
+        "  that `orchestrator migrate` rewrites a format-0 spec.",
+        "",
+    ]
+    return lines

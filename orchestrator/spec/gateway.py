@@ -14,7 +14,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, field_validator
 
-from orchestrator.spec.common import SpecModel
+from orchestrator.spec.common import Renamed, SpecModel
 
 RouterPolicy = Literal[
     "random",
@@ -82,14 +82,17 @@ ROUTER_WHEELS: dict[str, dict[str, tuple[str, str]]] = {
     }
 }
 
-RENAMED_POLICIES: dict[str, str] = {
-    "least_outstanding": (
-        "the gateway is vllm-router now and it has no 'least_outstanding'; write 'sticky_least_loaded' "
-        "(the least loaded replica; requests carrying a session id stay on theirs) or 'round_robin' "
-        "(the default)"
+RENAMED_POLICIES: dict[str, Renamed] = {
+    "least_outstanding": Renamed(
+        "sticky_least_loaded",
+        "the gateway is vllm-router now and it has no 'least_outstanding'; its closest equivalent is "
+        "'sticky_least_loaded' (the least loaded replica; requests carrying a session id stay on theirs), "
+        "else write 'round_robin' (the default)",
+        "the closest equivalent: the least loaded replica, requests carrying a session id stay on theirs; "
+        "'round_robin', the default, is the other choice",
     ),
 }
-"""Policy names the spec used to accept, with what to write instead (structural validation)."""
+"""Policy names the spec used to accept: the policy `orchestrator migrate` writes and the error's words."""
 
 
 class RouterWheel(SpecModel):
@@ -171,5 +174,5 @@ class Gateway(SpecModel):
     @classmethod
     def _renamed(cls, value: object) -> object:
         if isinstance(value, str) and value in RENAMED_POLICIES:
-            raise ValueError(f"'{value}' is not a vllm-router policy: {RENAMED_POLICIES[value]}")
+            raise ValueError(f"'{value}' is not a vllm-router policy: {RENAMED_POLICIES[value].why}")
         return value

@@ -4,9 +4,25 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from orchestrator.spec.common import SecretRef, SpecModel
+from orchestrator.spec.common import Renamed, SecretRef, SpecModel
+
+RENAMED_BASE_OS: dict[str, Renamed] = {
+    "ubuntu22.04": Renamed(
+        "ubuntu",
+        "image.base_os names the OS family now, 'ubuntu'; the version comes from the vllm-ascend release "
+        "(ubuntu22.04)",
+        "the OS family; the vllm-ascend release picks ubuntu22.04",
+    ),
+    "openeuler24.03": Renamed(
+        "openeuler",
+        "image.base_os names the OS family now, 'openeuler'; the version comes from the vllm-ascend release "
+        "(openeuler24.03; openeuler22.03 for v0.9.1)",
+        "the OS family; the vllm-ascend release picks openeuler24.03, or openeuler22.03 for v0.9.1",
+    ),
+}
+"""image.base_os values the spec used to accept (an OS and its version): the family migrate writes instead."""
 
 
 class Registry(SpecModel):
@@ -48,3 +64,11 @@ class Image(SpecModel):
         "(default: images/vllm-ascend of this checkout). The image tag carries a hash of its files and "
         "the build args; the simulator points it at the fake vLLM image's context.",
     )
+
+    @field_validator("base_os", mode="before")
+    @classmethod
+    def _renamed(cls, value: object) -> object:
+        if isinstance(value, str) and value in RENAMED_BASE_OS:
+            why = RENAMED_BASE_OS[value].why
+            raise ValueError(f"'{value}' is not an image.base_os value any more: {why}")
+        return value

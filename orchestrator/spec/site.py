@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from orchestrator.spec.bench import Bench
 from orchestrator.spec.common import Name, SpecModel
@@ -15,8 +15,7 @@ from orchestrator.spec.operations import Drift, Monitoring, Rollout
 from orchestrator.spec.serving import Serving
 from orchestrator.spec.software import OperatingSystem, Software
 from orchestrator.spec.tuning import Tuning
-
-SCHEMA_VERSION = 1
+from orchestrator.spec.version import SPEC_VERSION
 
 
 class Ssh(SpecModel):
@@ -34,7 +33,13 @@ class Ssh(SpecModel):
 class SiteSpec(SpecModel):
     """One site: servers, their software, the model and how it is served and kept."""
 
-    schema_version: int = Field(SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION)
+    spec_version: StrictInt = Field(
+        ge=1,
+        le=SPEC_VERSION,
+        description="Format of this file, written first: the release's current format is "
+        f"{SPEC_VERSION}. A spec without it is format 0 (written before formats were numbered): "
+        "`orchestrator migrate SITE` rewrites it (section \"Spec format version\" above).",
+    )
     site: Name = Field(description="Site name (also the inventory folder name).")
     ssh: Ssh = Field(default_factory=Ssh)
     profiles: dict[str, HardwareProfile] = Field(min_length=1, description="Hardware profiles by name.")

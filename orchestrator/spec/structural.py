@@ -15,6 +15,7 @@ from orchestrator.spec.findings import Finding, SpecPath, error, format_path
 from orchestrator.spec.gateway import policy_help, policy_hint
 from orchestrator.spec.ranges import annotation_range, field_range
 from orchestrator.spec.site import SiteSpec
+from orchestrator.spec.version import MIGRATE_HINT, RENAMED_VALUES, version_findings
 
 _PATTERN_HINTS = {
     "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$": (
@@ -183,13 +184,19 @@ def _translate(err: ErrorDetails, data: Any) -> Finding:
         )
     if kind in ("value_error", "assertion_error"):
         text = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        return error(path, text, _fix_for_value_error(text), code="value")
+        fix = _fix_for_value_error(text)
+        renamed = RENAMED_VALUES.get(path, {}).get(got) if isinstance(got, str) else None
+        if renamed is not None:  # a value format 0 accepted: migrate writes its replacement
+            fix = f"{fix.removesuffix('.')}. {MIGRATE_HINT.format(target=renamed.target)}"
+        return error(path, text, fix, code="value")
     return error(path, f"{msg}{shown}", _generic_fix(kind, path), code="type")
 
 
 def _fix_for_value_error(text: str) -> str:
     if "is not a vllm-router policy" in text:
         return f"write a vllm-router policy: {policy_help()}"
+    if "image.base_os names the OS family" in text:
+        return "write the OS family of the CANN base image: ubuntu or openeuler"
     if "secret" in text:
         return "put the secret in an environment variable or a file and write e.g. 'env:VLLM_API_KEY'"
     if "an address is written as text" in text:
@@ -273,8 +280,14 @@ def validate_structure(data: Any) -> tuple[SiteSpec | None, list[Finding]]:
         return None, [
             error((), "the spec is empty", "start from an example: inventories/*/site.yaml", code="missing")
         ]
+    readable, versioned = version_findings(data)
+    if not readable:
+        return None, versioned
     try:
-        return SiteSpec.model_validate(data), []
+        spec = SiteSpec.model_validate(data)
     except ValidationError as exc:
         findings = [_translate(e, data) for e in exc.errors(include_url=False)]
-        return None, _merge_union(findings)
+        if versioned:  # format 0: its own finding says what to do, not the model's "required key"
+            findings = [f for f in findings if f.path != ("spec_version",)]
+        return None, [*versioned, *_merge_union(findings)]
+    return spec, []

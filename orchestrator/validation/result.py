@@ -9,6 +9,7 @@ from orchestrator.planning.model import SitePlan
 from orchestrator.spec.findings import Finding, sort_findings
 from orchestrator.spec.loader import Document
 from orchestrator.spec.site import SiteSpec
+from orchestrator.spec.version import read_version
 
 __all__ = ["ValidationResult", "merge_replica_findings"]
 
@@ -32,6 +33,11 @@ class ValidationResult:
     @property
     def ok(self) -> bool:
         return not self.errors and self.plan is not None
+
+    @property
+    def spec_format(self) -> int | None:
+        """The spec format the file says it is (0: no spec_version), or None when unread or not an integer."""
+        return read_version(self.document.data) if self.document is not None else None
 
     def with_findings(self, more: list[Finding]) -> ValidationResult:
         """This result with more findings, each placed at its field's line."""

@@ -149,7 +149,7 @@ def _numeric_site() -> dict[str, object]:
             "min_output_throughput_tps": 500,
         },
     }
-    data["schema_version"] = 1
+    data["spec_version"] = 1
     return data
 
 

@@ -259,6 +259,7 @@ def site_specs(draw: st.DrawFn) -> dict[str, Any]:
     facts = get_chip(profiles["npu"]["chip"])
     distro, version = draw(st.sampled_from(facts.supported_os))
     spec: dict[str, Any] = {
+        "spec_version": 1,
         "site": f"gen-{draw(st.integers(0, 999))}",
         "profiles": profiles,
         "servers": servers,
@@ -376,6 +377,7 @@ def _hccn_addresses_of_mixed_a2_site(small_first: bool) -> list[str]:
         {"name": "small", "address": "10.0.0.2", "profile": "a2-4"},
     ]
     data = {
+        "spec_version": 1,
         "site": "mixed-a2",
         "profiles": {"a2-8": {"chip": "910B3", "cards": 8}, "a2-4": {"chip": "910B3", "cards": 4}},
         "servers": servers[::-1] if small_first else servers,
