@@ -39,7 +39,7 @@ class Commands(LazyGroup):
         "schema": "orchestrator.cli.spec_cmds:schema_command",
         "docs": "orchestrator.cli.spec_cmds:docs_command",
         "examples": "orchestrator.cli.spec_cmds:examples_command",
-        "sim": "orchestrator.cli.sim_cmds:sim_app",
+        "sim": "orchestrator.cli.sim_hook:sim_app",
         "weights": "orchestrator.cli.weights_cmd:weights_app",
         "drift": "orchestrator.cli.drift_cmd:drift_app",
     }
