@@ -15,7 +15,7 @@ playbook would, and the measured ratio is a lower bound.
 It runs the real CLI (`orchestrator sim up`, `orchestrator apply SITE --yes --format json`) in a scratch root,
 so nothing is written into the checkout, and takes the clusters down at the end (--keep leaves them up).
 Not a pytest test and not timed by CI: absolute times move with the machine and its load; the ratios are
-what to compare. Needs a Docker engine (`python -m orchestrator.sim.engine ensure`).
+what to compare. Needs a Docker engine (`python -m ascend_sim.engine ensure`).
 """
 
 from __future__ import annotations

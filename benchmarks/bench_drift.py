@@ -8,7 +8,7 @@ It brings up `--servers` simulated Atlas 800T A2 servers in a scratch root (`orc
 them with one apply, then alternates `runs` times: a no-op apply (must change nothing) and a drift run (must
 exit 0), and reports medians. The cluster is taken down at the end (--keep leaves it up). Not a pytest test
 and not timed by CI: absolute times move with the machine and its load; the ratio is what to compare.
-Needs a Docker engine (`python -m orchestrator.sim.engine ensure`).
+Needs a Docker engine (`python -m ascend_sim.engine ensure`).
 """
 
 from __future__ import annotations

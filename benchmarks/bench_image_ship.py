@@ -12,7 +12,7 @@ it). The fake vLLM image is the simulator's base tree (~490 MB, ~170 MB compress
 
 Not a pytest test and not timed by CI: absolute times move with the machine and its load (every simulated
 server shares the controller's CPUs and disk, so "parallel" copies compete for them); the ratio is what to
-compare. Needs a Docker engine (`python -m orchestrator.sim.engine ensure`).
+compare. Needs a Docker engine (`python -m ascend_sim.engine ensure`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Run:  .venv/bin/python benchmarks/bench_sim_up.py [--nodes 4] [--runs 1] [--cold
 
 It runs the real CLI (`orchestrator sim ...`) in a scratch root, so nothing is written into the checkout.
 --cold removes the cached base image first and times its debootstrap build (minutes; needs the Debian mirror).
-Needs a Docker engine (`python -m orchestrator.sim.engine ensure` installs and starts one).
+Needs a Docker engine (`python -m ascend_sim.engine ensure` installs and starts one).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from orchestrator.sim import images
-from orchestrator.sim.engine import SimError, ensure_engine
+from ascend_sim import images
+from ascend_sim.engine import SimError, ensure_engine
 
 GOAL_S = 60.0
 BIN = Path(sys.executable).parent

@@ -115,9 +115,8 @@ def probe(m: Mutation, scratch: Path) -> tuple[bool, list[str], float]:
     clone(tree)
     apply(m, tree)
     junit = scratch / f"{m.name}.xml"
-    extra = os.pathsep.join(
-        str(tree / p) for p in (".", "images/fake-vllm", "images/sim-server", "collections")
-    )
+    paths = (".", "ascend_sim/payloads/fake-vllm", "ascend_sim/payloads/sim-server", "collections")
+    extra = os.pathsep.join(str(tree / p) for p in paths)
     env = {**os.environ, "PYTHONPATH": extra}
     started = time.monotonic()
     log = (scratch / f"{m.name}.log").open("w")

@@ -11,6 +11,7 @@ from orchestrator.catalog._data import CatalogDataError, Confidence, Row, load, 
 
 ChipFamily = Literal["910b", "910_93", "310p"]
 CHIP_FAMILIES: tuple[ChipFamily, ...] = ("910b", "910_93", "310p")
+# debian 12: the simulated servers' OS (docs/simulator.md, "The simulation OS"), only in simulation_only rows
 OS_DISTROS = ("ubuntu", "openeuler", "kylin", "debian")
 OS_VERSIONS = ("20.04", "22.04", "22.03", "24.03", "v10", "12")
 HCCL_OP_EXPANSION_MODES = ("AIV", "AI_CPU", "HOST")

@@ -14,7 +14,7 @@ from orchestrator.catalog.hdk import CannRequirement, cann_table, driver_series
 from orchestrator.catalog.version import Version
 
 __all__ = ["IMAGE_REPO", "VllmAscendRelease", "driver_series", "get_release", "validate_releases"]
-# driver_series is re-exported: orchestrator.sim.packages imports it from here.
+# driver_series is re-exported: ascend_sim.packages imports it from here.
 
 IMAGE_REPO = "quay.io/ascend/vllm-ascend"
 CANN_IMAGE_REPO = "quay.io/ascend/cann"

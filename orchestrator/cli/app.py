@@ -40,7 +40,7 @@ class Commands(LazyGroup):
         "schema": "orchestrator.cli.schema_cmd:schema_command",
         "docs": "orchestrator.cli.docs_cmd:docs_command",
         "examples": "orchestrator.cli.examples_cmd:examples_command",
-        "sim": "orchestrator.cli.sim_cmds:sim_app",
+        "sim": "orchestrator.cli.sim_hook:sim_app",
         "weights": "orchestrator.cli.weights_cmd:weights_app",
         "drift": "orchestrator.cli.drift_cmd:drift_app",
     }

@@ -1,10 +1,10 @@
 """The serving image each chip family needs: its CANN base image and the build args of our Dockerfile.
 
-We build from our own Dockerfile (images/vllm-ascend/Dockerfile), not from vllm-ascend's: upstream's FROM line
-is fixed per tag and file (Dockerfile, Dockerfile.a3, Dockerfile.310p, each with an .openEuler twin) and
-declares no CANN_VERSION or VLLM_ASCEND_TAG build arg, so the base image cannot be passed to it. The plan
-derives the FROM line upstream uses for the chip, OS and release (catalog: vllm_ascend.yaml, including
-cann_image_overrides) and passes it as BASE_IMAGE, plus the ARGs upstream's Dockerfiles declare.
+We build from our own Dockerfile (roles/vllm_image/files/vllm-ascend/Dockerfile), not from vllm-ascend's:
+upstream's FROM line is fixed per tag and file (Dockerfile, Dockerfile.a3, Dockerfile.310p, each with an
+.openEuler twin) and declares no CANN_VERSION or VLLM_ASCEND_TAG build arg, so the base image cannot be passed
+to it. The plan derives the FROM line upstream uses for the chip, OS and release (catalog: vllm_ascend.yaml,
+including cann_image_overrides) and passes it as BASE_IMAGE, plus the ARGs upstream's Dockerfiles declare.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ OPTIONAL_ARGS = frozenset({"PIP_INDEX_URL", "PYTORCH_INDEX_URL", "ASCEND_INDEX_U
 """Build args with a default in the Dockerfile that the plan passes only when image.build_args sets them."""
 
 DOCKERFILE_ARGS = frozenset({*OWN_ARGS, *UPSTREAM_ARGS})
-"""Every build arg the plan may pass; images/vllm-ascend/Dockerfile must declare each (its test compares)."""
+"""Every build arg the plan may pass; roles/vllm_image/files/vllm-ascend/Dockerfile must declare each (its
+test compares)."""
 
 DERIVED_BUILD_ARGS = frozenset(
     {"BASE_IMAGE", "SOC_VERSION", "COMPILE_CUSTOM_KERNELS", "VLLM_TAG", "VLLM_ASCEND_TAG"}

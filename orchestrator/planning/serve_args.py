@@ -169,7 +169,8 @@ def member_env(
     # The container is given only the member's /dev/davinciN (vllm_serve role): inside it the runtime numbers
     # them 0..n-1 (logical IDs, CANN runtime API "Relationships Between the User Device ID, Logical Device ID,
     # and Physical Device ID"; envref ASCEND_RT_VISIBLE_DEVICES: "Device ID indicates the logical ID"), so
-    # the mask is 0..n-1, never the host's N (images/fake-vllm/fake_vllm/devices.py cites the sources).
+    # the mask is 0..n-1, never the host's N (ascend_sim/payloads/fake-vllm/fake_vllm/devices.py cites the
+    # sources).
     env: dict[str, str] = {"ASCEND_RT_VISIBLE_DEVICES": ",".join(str(i) for i in range(len(devices)))}
     env["PYTORCH_NPU_ALLOC_CONF"] = "expandable_segments:True"
     env["TASK_QUEUE_ENABLE"] = "1"

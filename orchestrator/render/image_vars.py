@@ -17,6 +17,6 @@ def image_vars(spec: SiteSpec) -> dict[str, Any]:
     return {
         # image.build_host, else the first server with role build, else the first NPU server
         "vllm_image_build_host": role_host(spec, "build"),
-        # null: images/vllm-ascend of the checkout the playbooks run from (the role's default)
+        # null: roles/vllm_image/files/vllm-ascend of the checkout the playbooks run from (the role's default)
         "vllm_image_context": spec.image.context,
     }

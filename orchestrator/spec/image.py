@@ -61,8 +61,8 @@ class Image(SpecModel):
     context: str | None = Field(
         None,
         description="Build context on the controller: a folder with the Dockerfile and what it COPYs "
-        "(default: images/vllm-ascend of this checkout). The image tag carries a hash of its files and "
-        "the build args; the simulator points it at the fake vLLM image's context.",
+        "(default: roles/vllm_image/files/vllm-ascend of this checkout). The image tag carries a hash of "
+        "its files and the build args; the simulator points it at the fake vLLM image's context.",
     )
 
     @field_validator("base_os", mode="before")

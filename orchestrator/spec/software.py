@@ -57,7 +57,9 @@ class AscendDockerRuntime(PackageSource):
 
 
 class OperatingSystem(SpecModel):
-    distro: Literal["ubuntu", "openeuler", "kylin", "debian"] = Field(description="Host OS distribution.")
+    distro: Literal["ubuntu", "openeuler", "kylin", "debian"] = Field(
+        description="Host OS distribution (debian: the simulated servers' OS only, with simulation)."
+    )
     version: Literal["20.04", "22.04", "22.03", "24.03", "v10", "12"] = Field(
         description="ubuntu 20.04/22.04, openeuler 22.03/24.03, kylin v10; debian 12 only with simulation."
     )

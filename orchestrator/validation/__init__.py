@@ -6,11 +6,4 @@ from __future__ import annotations
 
 from orchestrator.validation.result import ValidationResult
 
-__all__ = ["ValidationResult", "validate_text"]
-
-
-def validate_text(text: str, filename: str = "site.yaml") -> ValidationResult:
-    """orchestrator.pipeline.validate_text, for the simulator's spec writer (which imports it from here)."""
-    from orchestrator.pipeline import validate_text as run
-
-    return run(text, filename)
+__all__ = ["ValidationResult"]

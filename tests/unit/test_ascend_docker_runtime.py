@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from ascend_sim.docker_runtime_package import build_docker_runtime_package
+from ascend_sim.packages import sha256_of
 from orchestrator.render.inventory import inventory_files
-from orchestrator.sim.docker_runtime_package import build_docker_runtime_package
-from orchestrator.sim.packages import sha256_of
 from tests.helpers import validate_data
 
 RUNTIME = "/usr/local/Ascend/Ascend-Docker-Runtime/ascend-docker-runtime"  # ascend-host.md install path

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrator.sim.docker_runtime_package import build_docker_runtime_package
+from ascend_sim.docker_runtime_package import build_docker_runtime_package
 
 REPO = Path(__file__).resolve().parents[2]
 RUN_MAIN = (

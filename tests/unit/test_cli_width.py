@@ -271,9 +271,9 @@ def test_plan_and_phases_lines_fit_80_columns(command: str) -> None:
 def test_sim_status_is_a_table_that_fits_and_has_json(
     columns: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from orchestrator.sim import faults
-    from orchestrator.sim.faults import ServerStatus
-    from orchestrator.sim.state import ClusterState
+    from ascend_sim import faults
+    from ascend_sim.faults import ServerStatus
+    from ascend_sim.state import ClusterState
 
     state = ClusterState("sim", "atlas-800t-a2", 2, True, True, 2, "mixed")
     rows = [

@@ -1,6 +1,6 @@
 """The documentation's cross-references resolve: every relative Markdown link in README.md and docs/*.md
 names a file of the repository (and, with a #fragment, a heading of that file, slugged as GitHub does),
-and every path the prose quotes in backticks under docs/, roles/, playbooks/, images/ or benchmarks/
+and every path the prose quotes in backticks under docs/, roles/, playbooks/, ascend_sim/ or benchmarks/
 exists. Links are found with markdown-it-py (CommonMark), not with a regular expression of our own."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from markdown_it import MarkdownIt
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 _ANCHOR = re.compile(r'<a\s+(?:id|name)="([^"]+)"')
-_QUOTED = re.compile(r"`((?:docs|roles|playbooks|images|benchmarks)/[A-Za-z0-9_./-]+)`")
+_QUOTED = re.compile(r"`((?:docs|roles|playbooks|ascend_sim|benchmarks)/[A-Za-z0-9_./-]+)`")
 
 
 def _tokens(path: Path) -> list[tuple[str, str]]:

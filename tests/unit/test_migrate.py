@@ -13,7 +13,7 @@ import yaml
 from orchestrator.cli.findings_json import result_json
 from orchestrator.spec.findings import Position
 from orchestrator.spec.migrate import MigrateError, migrate_text
-from orchestrator.validation import validate_text
+from orchestrator.pipeline import validate_text
 from tests.helpers import ROOT, run_cli
 
 DATA = ROOT / "tests" / "data" / "migrate"

@@ -1,6 +1,7 @@
-"""images/vllm-ascend/Dockerfile is the upstream artifact of the build args: the ARGs it declares are exactly
-the build args the plan renders (vllm_image_builds[].build_args of a committed example inventory) plus the
-optional ones a site may set (image.build_args), and it keeps the pinned release's build recipe."""
+"""roles/vllm_image/files/vllm-ascend/Dockerfile is the upstream artifact of the build args: the ARGs it
+declares are exactly the build args the plan renders (vllm_image_builds[].build_args of a committed example
+inventory) plus the optional ones a site may set (image.build_args), and it keeps the pinned release's build
+recipe."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from orchestrator.catalog import CHIP_NAMES, DEFAULT_RELEASE, RELEASES, get_chip
 from orchestrator.planning.image import DOCKERFILE_ARGS, OPTIONAL_ARGS
 
 REPO = Path(__file__).resolve().parents[2]
-DOCKERFILE = REPO / "images" / "vllm-ascend" / "Dockerfile"
+CONTEXT = REPO / "roles" / "vllm_image" / "files" / "vllm-ascend"
+DOCKERFILE = CONTEXT / "Dockerfile"
 UPSTREAM_ARGS_V0_23_0 = REPO / "tests" / "fixtures" / "vllm_ascend" / "dockerfile_v0.23.0_args.txt"
 # vllm-ascend's files at each catalog release (their commits: README.md there)
 UPSTREAM = REPO / "tests" / "data" / "upstream" / "vllm-ascend"
@@ -88,7 +90,7 @@ def test_torch_npu_is_the_releases(tmp_path: Path) -> None:
 def test_entrypoint_reads_the_key_file_into_the_environment(tmp_path: Path) -> None:
     key = tmp_path / "key"
     key.write_text("s3cret", encoding="utf-8")
-    entry = str(REPO / "images" / "vllm-ascend" / "vllm-entrypoint")
+    entry = str(CONTEXT / "vllm-entrypoint")
     env = {"PATH": "/usr/bin:/bin", "VLLM_API_KEY_FILE": str(key)}
     out = subprocess.run(
         [entry, "sh", "-c", 'echo "$VLLM_API_KEY"'], env=env, capture_output=True, text=True, check=False
@@ -112,13 +114,17 @@ def test_entrypoint_reads_the_key_file_into_the_environment(tmp_path: Path) -> N
     assert plain.stdout.strip() == "none"
 
 
-@pytest.mark.parametrize("image", ["vllm-ascend", "fake-vllm"])
+@pytest.mark.parametrize(
+    "image",
+    ["roles/vllm_image/files/vllm-ascend", "ascend_sim/payloads/fake-vllm"],
+    ids=["vllm-ascend", "fake-vllm"],
+)
 @pytest.mark.parametrize("content", ["", "\n", "  \t\n"], ids=["empty", "newline", "blank"])
 def test_entrypoint_refuses_to_serve_with_an_empty_key(tmp_path: Path, image: str, content: str) -> None:
     """An empty key would make vLLM serve without authentication: the container exits 78 (EX_CONFIG)."""
     key = tmp_path / "key"
     key.write_text(content, encoding="utf-8")
-    entry = str(REPO / "images" / image / "vllm-entrypoint")
+    entry = str(REPO / image / "vllm-entrypoint")
     env = {"PATH": "/usr/bin:/bin", "VLLM_API_KEY_FILE": str(key)}
     shebang = Path(entry).read_text(encoding="utf-8").splitlines()[0]
     argv = [shebang.removeprefix("#!").split()[0], entry, "echo", "served"]  # vllm-ascend's is bash

@@ -1,10 +1,11 @@
-"""images/vllm-ascend/vllm-entrypoint replaces the CANN base image's ENTRYPOINT, so it must source what that
-one sources. The base ENTRYPOINTs are read from Ascend/cann-container-image's Dockerfiles (copied under
-tests/data/upstream/cann-container-image/<commit>/cann/<image tag>/Dockerfile); each test builds a fake base
-layout under a temporary root from one of them (a set_env.sh at every path the ENTRYPOINT sources, each
-recording its call and exporting what the real one exports: ASCEND_TOOLKIT_HOME, bishengir-compile on PATH,
-ATB_HOME_PATH) and runs the real entrypoint script against it (VLLM_ENTRYPOINT_ROOT). The jemalloc preload is
-read from vllm-ascend's Dockerfile / Dockerfile.openEuler at v0.23.0 (tests/data/upstream/vllm-ascend)."""
+"""roles/vllm_image/files/vllm-ascend/vllm-entrypoint replaces the CANN base image's ENTRYPOINT, so it must
+source what that one sources. The base ENTRYPOINTs are read from Ascend/cann-container-image's Dockerfiles
+(copied under tests/data/upstream/cann-container-image/<commit>/cann/<image tag>/Dockerfile); each test builds
+a fake base layout under a temporary root from one of them (a set_env.sh at every path the ENTRYPOINT sources,
+each recording its call and exporting what the real one exports: ASCEND_TOOLKIT_HOME, bishengir-compile on
+PATH, ATB_HOME_PATH) and runs the real entrypoint script against it (VLLM_ENTRYPOINT_ROOT). The jemalloc
+preload is read from vllm-ascend's Dockerfile / Dockerfile.openEuler at v0.23.0
+(tests/data/upstream/vllm-ascend)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-ENTRY = REPO / "images" / "vllm-ascend" / "vllm-entrypoint"
+ENTRY = REPO / "roles" / "vllm_image" / "files" / "vllm-ascend" / "vllm-entrypoint"
 CANN = next((REPO / "tests" / "data" / "upstream" / "cann-container-image").glob("*/cann"))
 BASES = sorted(p.name for p in CANN.iterdir())
 VLLM_ASCEND = REPO / "tests" / "data" / "upstream" / "vllm-ascend" / "v0.23.0"

@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from orchestrator.sim.fake_vllm_image import prepare_build_context
-from orchestrator.sim.spec_writer import MODEL_NAME
+from ascend_sim.fake_vllm_image import prepare_build_context
+from ascend_sim.spec_writer import MODEL_NAME
 from tests.integration.sim.sim_helpers import Sim, engine
 
 DRIVER_MOUNTS = ("/usr/local/Ascend/driver/lib64", "/usr/local/Ascend/driver/version.info", "/usr/local/dcmi")

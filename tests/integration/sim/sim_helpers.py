@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.engine import SimError, ensure_engine
+from ascend_sim.engine import SimError, ensure_engine
 
 BIN = Path(sys.executable).parent
 ENV = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "ANSIBLE_NOCOLOR": "1"}

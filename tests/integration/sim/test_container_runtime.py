@@ -3,7 +3,7 @@ and a gateway host, both in the group container_runtime): converge, the running 
 a second apply changes nothing, and check mode reports exactly the host whose daemon.json was edited
 (without touching it); a normal apply then puts it back.
 
-The simulated server's dockerd is Debian's docker.service under systemd (images/sim-server)."""
+The simulated server's dockerd is Debian's docker.service under systemd (ascend_sim/payloads/sim-server)."""
 
 from __future__ import annotations
 
@@ -65,9 +65,9 @@ def test_ascend_docker_runtime_installed_registered_and_default_on_npu_servers(e
     """software.ascend_docker_runtime (the simulator's .run, built like the real one's layout): installed on
     the NPU server only, registered in daemon.json as the engine's default runtime (what `docker info`
     says, not only the file), and a second apply runs no installer and changes nothing."""
-    from orchestrator.sim.docker_runtime_package import LOG, build_docker_runtime_package
-    from orchestrator.sim.packages import sha256_of
-    from orchestrator.sim.spec_writer import ARCH
+    from ascend_sim.docker_runtime_package import LOG, build_docker_runtime_package
+    from ascend_sim.packages import sha256_of
+    from ascend_sim.spec_writer import ARCH
 
     root, base = engine_cluster.root, engine_cluster.name
     pkg = build_docker_runtime_package("7.0.RC1", root / "adr", arch=ARCH)

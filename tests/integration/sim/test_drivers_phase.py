@@ -23,7 +23,7 @@ pytestmark = pytest.mark.integration
 
 SERVERS = ("a2-01", "a2-02")
 FACTORY_CURRENT = "a2-02"  # `sim up --current-firmware 1`: the last NPU server
-DRIVER, FIRMWARE = "25.5.1", "7.8.0.6.201"  # the sim's packages (orchestrator/sim/spec_writer.py)
+DRIVER, FIRMWARE = "25.5.1", "7.8.0.6.201"  # the sim's packages (ascend_sim/spec_writer.py)
 
 
 @pytest.fixture(scope="module")
@@ -150,8 +150,8 @@ def test_wrong_checksum_is_refused_before_anything_runs(cluster: Sim, site: str)
 def test_incompatible_pair_is_refused_before_install(cluster: Sim, site: str) -> None:
     """A firmware upgrade whose version.info accepts no driver the spec pairs it with (compatible_version_drv
     [26.0.0,26.9.9] against driver 25.5.1): refused on every server before any installer runs."""
-    from orchestrator.sim.packages import build_package, sha256_of
-    from orchestrator.sim.spec_writer import ARCH
+    from ascend_sim.packages import build_package, sha256_of
+    from ascend_sim.spec_writer import ARCH
 
     spec_path = cluster.root / "inventories" / site / "site.yaml"
     spec = yaml.safe_load(spec_path.read_text())
@@ -190,8 +190,8 @@ def test_a_process_holding_the_npus_stops_the_upgrade_before_the_installer(clust
     and command, and installs nothing; a2-02 is in a later batch and is not touched. The new driver is an RC
     release written as Huawei's portal writes it (26.0.RC1) while the package and the host say 26.0.rc1: the
     upgrade verifies and a check run afterwards reports nothing to do."""
-    from orchestrator.sim.packages import build_package, sha256_of
-    from orchestrator.sim.spec_writer import ARCH
+    from ascend_sim.packages import build_package, sha256_of
+    from ascend_sim.spec_writer import ARCH
 
     spec_path = cluster.root / "inventories" / site / "site.yaml"
     old = yaml.safe_load(spec_path.read_text())["software"]["driver"]

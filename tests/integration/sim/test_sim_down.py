@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim import images
+from ascend_sim import images
 from tests.integration.sim.sim_helpers import Sim, bring_up, engine
 
 pytestmark = pytest.mark.integration

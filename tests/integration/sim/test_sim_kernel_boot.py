@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.images import LABEL_CLUSTER
+from ascend_sim.images import LABEL_CLUSTER
 from tests.integration.sim.sim_helpers import REPO, Sim, engine, module_cluster
 
 pytestmark = pytest.mark.integration

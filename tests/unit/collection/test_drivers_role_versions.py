@@ -19,8 +19,8 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
+from ascend_sim.packages import build_package
 from orchestrator.render.inventory import inventory_files
-from orchestrator.sim.packages import build_package
 from tests.conftest import load_example
 from tests.helpers import validate_data
 from tests.unit.collection.module_runner import run_module

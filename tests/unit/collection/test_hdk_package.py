@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.packages import build_package, sha256_of
+from ascend_sim.packages import build_package, sha256_of
 from tests.unit.collection.module_runner import ran, run_module
 from tests.unit.sim.ascend_fake_helpers import HW_910B4, host, put
 

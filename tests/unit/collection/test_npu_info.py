@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.packages import build_package
+from ascend_sim.packages import build_package
 from tests.unit.collection.module_runner import run_module
 from tests.unit.sim.ascend_fake_helpers import HW_910B4, HW_A3, host, put, run_package
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ascend_sim.packages import build_package
 from orchestrator.doctor import live_pci, live_versions
 from orchestrator.doctor.live_checks import findings, host_findings
 from orchestrator.doctor.live_finding import Finding, Status
@@ -19,7 +20,6 @@ from orchestrator.doctor.live_health import health_detail
 from orchestrator.doctor.live_report import LiveReport
 from orchestrator.doctor.logscan import scan_lines
 from orchestrator.doctor.rules import BY_ID
-from orchestrator.sim.packages import build_package
 from tests.helpers import ROOT
 from tests.unit.collection.module_runner import run_module
 from tests.unit.sim.ascend_fake_helpers import HW_910B4, host, put, reference_blocks, run_package
@@ -30,7 +30,8 @@ VERBATIM = yaml.safe_load((ROOT / "tests/data/doctor/verbatim-lines.yaml").read_
 
 
 def _pci(root: Path, device: str = "0xd802") -> None:
-    """sysfs as the simulator's kernel shows it (images/sim-server/ascend_kernel/irqs.py), plus a non-NPU."""
+    """sysfs as the simulator's kernel shows it (ascend_sim/payloads/sim-server/ascend_kernel/irqs.py), plus a
+    non-NPU."""
     for bus in HW_910B4["bus_ids"]:
         put(root, f"/sys/bus/pci/devices/{str(bus).lower()}/vendor", "0x19e5\n")
         put(root, f"/sys/bus/pci/devices/{str(bus).lower()}/device", device + "\n")

@@ -14,7 +14,7 @@ from typing import Any
 from tests.helpers import PATIENCE_S
 
 REPO = Path(__file__).resolve().parents[3]
-FAKES = REPO / "images" / "sim-server" / "ascend_fakes"
+FAKES = REPO / "ascend_sim" / "payloads" / "sim-server" / "ascend_fakes"
 SAMPLES = Path(__file__).resolve().parent / "fake_samples"
 # the pinned verbatim samples (tests/fixtures/reference/README.md)
 REFERENCE = REPO / "tests" / "fixtures" / "reference" / "ascend-samples.md"

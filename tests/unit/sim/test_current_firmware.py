@@ -4,8 +4,8 @@ older one."""
 
 from __future__ import annotations
 
-from orchestrator.sim.spec_writer import FACTORY_FIRMWARE, FIRMWARE_VERSION, hardware_json
-from orchestrator.sim.state import ClusterState, SimServer
+from ascend_sim.spec_writer import FACTORY_FIRMWARE, FIRMWARE_VERSION, hardware_json
+from ascend_sim.state import ClusterState, SimServer
 
 SERVERS = [
     SimServer("a2-01", "127.0.0.2", ["npu"], True),

@@ -1,4 +1,4 @@
-"""The simulator's npu-exporter zip (orchestrator/sim/npu_exporter_package.py) and the fake exporter in it:
+"""The simulator's npu-exporter zip (ascend_sim/npu_exporter_package.py) and the fake exporter in it:
 the zip is reproducible and holds an executable `npu-exporter` at its top, which takes the real binary's
 flags (-ip, -port, -logFile) and serves, per simulated chip, gauges in npu-exporter's wire format: the label
 set of the pinned upstream sample (ascend-samples.md section 8), a millisecond timestamp on every sample,
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from orchestrator.sim.npu_exporter_package import build_npu_exporter_package
+from ascend_sim.npu_exporter_package import build_npu_exporter_package
 from tests.helpers import PATIENCE_S
 from tests.unit.sim.ascend_fake_helpers import FAKES, HW_910B4, PYTHON, REFERENCE, env, host, put
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.packages import build_package, package_name, sha256_of
+from ascend_sim.packages import build_package, package_name, sha256_of
 from tests.unit.sim.ascend_fake_helpers import (
     HW_910B4,
     HW_A3,

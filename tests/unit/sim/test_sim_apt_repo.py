@@ -1,6 +1,6 @@
 """The simulated servers' apt source holds what the roles install: every package an apt/package task of a role
 names (read from the roles' tasks and defaults, and the Debian row of the container runtime's package table)
-is in the base image or in its flat repository (orchestrator/sim/images.py). A role that starts to install
+is in the base image or in its flat repository (ascend_sim/images.py). A role that starts to install
 another package fails here, not in the middle of an integration run that cannot download it."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
+from ascend_sim import images
 from orchestrator.render.inventory import CONTAINER_RUNTIME_PACKAGES
-from orchestrator.sim import images
 
 ROLES = Path(__file__).resolve().parents[3] / "roles"
 MODULES = ("ansible.builtin.apt", "ansible.builtin.package")
@@ -66,7 +66,7 @@ def test_every_package_a_role_installs_is_in_the_image_or_its_repository() -> No
     wanted = {name for role, names in found.items() if role not in COMPUTED for name in names}
     assert {"python3-docker", "prometheus-node-exporter", "prometheus", "unzip", "zstd", "rsync"} <= wanted
     missing = wanted - set(images.BASE_PACKAGES) - set(images.REPO_PACKAGES)
-    assert missing == set(), f"add {sorted(missing)} to REPO_PACKAGES in orchestrator/sim/images.py"
+    assert missing == set(), f"add {sorted(missing)} to REPO_PACKAGES in ascend_sim/images.py"
 
 
 def test_the_repository_is_the_servers_only_apt_source_and_stays_out_of_seeded_images() -> None:

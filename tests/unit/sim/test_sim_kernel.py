@@ -1,6 +1,6 @@
-"""The simulated server's emulated kernel interfaces (images/sim-server/ascend_kernel), driven the way the
-FUSE daemon drives them, under a temp ASCEND_SIM_ROOT. Expected values are the Linux 6.1 / Debian 12
-behaviour as documented (Documentation/admin-guide/mm/transhuge.rst, sysctl/vm.rst, cpu-freq, kmod(8)),
+"""The simulated server's emulated kernel interfaces (ascend_sim/payloads/sim-server/ascend_kernel), driven
+the way the FUSE daemon drives them, under a temp ASCEND_SIM_ROOT. Expected values are the Linux 6.1 / Debian
+12 behaviour as documented (Documentation/admin-guide/mm/transhuge.rst, sysctl/vm.rst, cpu-freq, kmod(8)),
 written out here independently of the emulation's tables."""
 
 from __future__ import annotations

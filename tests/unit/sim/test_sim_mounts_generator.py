@@ -1,8 +1,9 @@
-"""The simulated server's systemd generator (images/sim-server/systemd/ascend-sim-mounts-generator): every
-mount the container runtime made (the machine's disks) and the emulated kernel's own mounts get
-DefaultDependencies=no, so systemd does not unmount them on the way to a reboot; the API file systems, the
-root and /run's other mounts stay systemd's (systemd.generator(7), systemd.mount(5) "Default
-Dependencies"). Unit names come from systemd's own systemd-escape."""
+"""The simulated server's systemd generator
+(ascend_sim/payloads/sim-server/systemd/ascend-sim-mounts-generator): every mount the container runtime made
+(the machine's disks) and the emulated kernel's own mounts get DefaultDependencies=no, so systemd does not
+unmount them on the way to a reboot; the API file systems, the root and /run's other mounts stay systemd's
+(systemd.generator(7), systemd.mount(5) "Default Dependencies"). Unit names come from systemd's own
+systemd-escape."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import os
 import subprocess
 from pathlib import Path
 
-SYSTEMD = Path(__file__).resolve().parents[3] / "images" / "sim-server" / "systemd"
+SYSTEMD = Path(__file__).resolve().parents[3] / "ascend_sim" / "payloads" / "sim-server" / "systemd"
 GENERATOR = SYSTEMD / "ascend-sim-mounts-generator"
 
 # /proc/self/mountinfo of a simulated server (proc(5) format: the mount point is the fifth field)

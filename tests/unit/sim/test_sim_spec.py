@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from ascend_sim import cluster
+from ascend_sim.engine import SimError
+from ascend_sim.images import base_tag
+from ascend_sim.spec_writer import PROFILES, _image_context, _packages, image_context_dir, render_site
+from ascend_sim.state import ClusterState, SimServer
 from orchestrator.pipeline import validate_text
-from orchestrator.sim import cluster
-from orchestrator.sim.engine import SimError
-from orchestrator.sim.images import base_tag
-from orchestrator.sim.spec_writer import PROFILES, _image_context, _packages, image_context_dir, render_site
-from orchestrator.sim.state import ClusterState, SimServer
 
 
 def model(tmp_path: Path) -> Path:

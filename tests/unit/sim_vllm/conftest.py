@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.checkpoint import generate_checkpoint
-from orchestrator.sim.fake_vllm_image import prepare_build_context
+from ascend_sim.checkpoint import generate_checkpoint
+from ascend_sim.fake_vllm_image import prepare_build_context
 from tests.helpers import PATIENCE_S
 
 CKPT_BYTES = 2 << 20

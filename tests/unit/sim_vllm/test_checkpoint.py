@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ascend_sim.checkpoint import generate_checkpoint
 from fake_vllm.model import content_hash, inspect_model
-from orchestrator.sim.checkpoint import generate_checkpoint
 
 SIZES = {"BF16": 2, "F32": 4, "I8": 1}
 UPSTREAM = Path(__file__).resolve().parents[2] / "fixtures" / "models" / "deepseek-v3"
@@ -128,7 +128,7 @@ def test_cli(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "orchestrator.sim.checkpoint",
+            "ascend_sim.checkpoint",
             str(tmp_path / "m"),
             "--size-mb",
             "1",

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
+from ascend_sim.fake_vllm_image import SERVER_MODULES, prepare_build_context
 from fake_vllm import cli, procs
-from orchestrator.sim.fake_vllm_image import SERVER_MODULES, prepare_build_context
 
 from .conftest import Sandbox
 
 ROOT = Path(__file__).resolve().parents[3]
-PACKAGE = ROOT / "images" / "fake-vllm" / "fake_vllm"
+PACKAGE = ROOT / "ascend_sim" / "payloads" / "fake-vllm" / "fake_vllm"
 TABLES = ROOT / "orchestrator" / "catalog" / "data" / "vllm_flags"
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from orchestrator.sim.checkpoint import generate_checkpoint
+from ascend_sim.checkpoint import generate_checkpoint
 from tests.helpers import PATIENCE_S
 
 from .conftest import Proc, Sandbox, free_port, http
