@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from orchestrator.cli.findings_json import result_json
+from orchestrator.pipeline import validate_text
 from orchestrator.spec.findings import Position
 from orchestrator.spec.migrate import MigrateError, migrate_text
-from orchestrator.pipeline import validate_text
 from tests.helpers import ROOT, run_cli
 
 DATA = ROOT / "tests" / "data" / "migrate"
