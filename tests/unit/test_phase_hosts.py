@@ -127,6 +127,10 @@ def test_every_play_runs_on_the_hosts_planning_gives_its_phase(site: str, tmp_pa
     for phase in PHASE_NAMES:  # the inventory checks and the done record cover the phase's hosts, all of them
         patterns = [p for ph, p in written if ph == phase]
         assert patterns[0] == patterns[-1] == f"phase_{phase}", (phase, patterns)
+        # every part planning gives the phase is what some play narrows to (and no play narrows elsewhere)
+        named = {t.lstrip("&") for p in patterns for t in p.split(":")}
+        parts = {f"phase_{phase}_{part}" for part, _ in by_name[phase].parts}
+        assert {t for t in named if t.startswith(f"phase_{phase}_")} == parts, (phase, patterns)
     resolved = _list_hosts(inventory, runtime)
     assert [p for p, _ in resolved] == [p for _, p in written]  # Ansible read the patterns the files hold
     for (phase, pattern), (_, hosts) in zip(written, resolved, strict=True):
@@ -148,3 +152,28 @@ def test_the_phase_groups_keep_the_planned_order(site: str, tmp_path: Path) -> N
             *((f"phase_{ph.name}_{p}", h) for p, h in ph.parts),
         ):
             assert [h.name for h in manager.get_hosts(pattern)] == list(hosts), f"{site}: {pattern}"
+
+
+@pytest.mark.parametrize("site", SITES)
+def test_the_planned_hosts_are_where_the_roles_act(site: str, tmp_path: Path) -> None:
+    """Planning's hosts agree with the rendered variables the roles decide by where they have work (the
+    roles end or skip a host outside them): gateway_host (roles/gateway), vllm_image_build_host
+    (roles/vllm_image build.yml), monitoring_host (Prometheus), vllm_serve_instances (roles/vllm_serve) and
+    hccn_network_devices (roles/hccn_network)."""
+    inventory = tmp_path / site
+    phases, everyone = _render(site, inventory)
+    by_name = {ph.name: ph for ph in phases}
+    all_vars = yaml.safe_load((inventory / "group_vars" / "all.yml").read_text())
+    host_vars = {h: yaml.safe_load((inventory / "host_vars" / f"{h}.yml").read_text()) for h in everyone}
+
+    def one(host: str | None) -> tuple[str, ...]:
+        return (host,) if host else ()
+
+    gateway = one(all_vars["gateway_host"]) if all_vars["gateway_enabled"] else ()
+    assert by_name["gateway"].hosts == gateway
+    assert dict(by_name["image"].parts)["build"] == one(all_vars["vllm_image_build_host"])
+    assert dict(by_name["monitoring"].parts)["prometheus"] == one(all_vars["monitoring_host"])
+    serving = {h for h, v in host_vars.items() if v.get("vllm_serve_instances")}
+    assert set(by_name["serve"].hosts) == serving
+    nics = {h for h, v in host_vars.items() if v.get("hccn_network_devices")}
+    assert set(by_name["network"].hosts) == nics
