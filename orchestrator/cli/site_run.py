@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.console import Console
 
 from orchestrator.cli import exits
 from orchestrator.planning.phases import PHASE_NAMES, plan_phases
-from orchestrator.render import render_texts
+from orchestrator.render.groups import group_members
 from orchestrator.runner.apply import ApplyRequest, PhaseChoice
 from orchestrator.runner.project import Content, ContentMissing, content, not_implemented_message
 from orchestrator.spec.site import SiteSpec
@@ -63,27 +62,20 @@ def select_phases(phases: str | None, from_phase: str | None, code: Content) -> 
     return set(PHASE_NAMES), False
 
 
-def _group_hosts(groups: dict[str, Any], name: str, seen: set[str]) -> set[str]:
-    node = groups.get(name) or {}
-    hosts = set(node.get("hosts") or {})
-    for child in node.get("children") or {}:
-        if child not in seen:
-            hosts |= _group_hosts(groups, child, seen | {child})
-    return hosts
-
-
-def resolve_limit(limit: str | None, hosts_yml: str, hosts: Iterable[str]) -> frozenset[str] | None:
-    """--limit: host and group names of the rendered inventory, comma-separated."""
+def resolve_limit(
+    limit: str | None, groups: Mapping[str, Iterable[str]], hosts: Iterable[str]
+) -> frozenset[str] | None:
+    """--limit: host and group names of the rendered inventory (groups: render.groups.group_members of the
+    plan), comma-separated."""
     if limit is None:
         return None
-    groups = (yaml.safe_load(hosts_yml) or {}).get("all", {}).get("children") or {}
     known = set(hosts)
     chosen: set[str] = set()
     for name in _names(limit):
         if name in known:
             chosen.add(name)
         elif name in groups:
-            chosen |= _group_hosts(groups, name, {name})
+            chosen |= set(groups[name])
         else:
             raise typer.BadParameter(
                 f"'{name}' is neither a host nor a group of this site; hosts: {', '.join(sorted(known))}; "
@@ -123,7 +115,8 @@ class SiteRun:
         """`result` must be valid (callers exit 2 before); --limit is resolved against its inventory."""
         if result.spec is None or result.plan is None:  # load exits on an invalid spec
             raise typer.Exit(exits.INVALID_SPEC)
-        hosts = resolve_limit(limit, render_texts(result)["hosts.yml"], (h.name for h in result.plan.hosts))
+        groups = group_members(result.spec, result.plan)
+        hosts = resolve_limit(limit, groups, (h.name for h in result.plan.hosts))
         return cls(site_arg, root, code, result, result.spec, hosts, limit)
 
     def require_controller(self, selected: Iterable[str], err: Console) -> None:

@@ -173,7 +173,7 @@ class SitePlan:
     weights_gib: float
     quantization: str
     dtype: str
-    tuning: HostTuningPlan | None = None
+    tuning: HostTuningPlan  # always set by build_plan
     warnings: tuple[str, ...] = field(default=())
 
     def host(self, name: str) -> HostPlan:

@@ -1,5 +1,10 @@
 """The phases of an apply, in order, with the hosts each touches and what it will do there (planning only:
-whether playbooks/<phase>.yml exists is the runner's business)."""
+whether playbooks/<phase>.yml exists is the runner's business).
+
+This is the one answer to "which hosts does a phase run on": the renderer writes each phase's hosts as the
+inventory group phase_<name> (and each part as phase_<name>_<part>, render/groups.py), every play of
+playbooks/<name>.yml targets those groups, and `orchestrator apply` limits each phase run to the same hosts
+(tests/unit/test_phase_hosts.py checks that Ansible resolves every play to them)."""
 
 from __future__ import annotations
 
@@ -7,7 +12,6 @@ from dataclasses import dataclass
 
 from orchestrator.planning.model import SitePlan
 from orchestrator.planning.roles import container_hosts, hosts_with_role, monitored_hosts, role_host
-from orchestrator.planning.tuning import tuning_plan
 from orchestrator.spec.site import SiteSpec
 
 PHASE_NAMES: tuple[str, ...] = (
@@ -30,6 +34,9 @@ class Phase:
     playbook: str
     hosts: tuple[str, ...]
     summary: str
+    parts: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """The hosts of the phase that some of its plays narrow to, by part name (group phase_<name>_<part>):
+    e.g. the image is built on the build host only, then shipped to the NPU servers."""
 
     @property
     def skipped(self) -> bool:
@@ -38,7 +45,7 @@ class Phase:
 
 def _tuning_summary(spec: SiteSpec, plan: SitePlan) -> str:
     t = spec.tuning
-    tp = plan.tuning or tuning_plan(spec)
+    tp = plan.tuning
     parts = [
         f"governor {t.cpu_governor}" if t.cpu_governor else "",
         f"{len(tp.sysctls)} sysctls",
@@ -129,7 +136,7 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
             f"{plan.model_name} ({plan.weights_gib:.0f} GiB) at "
             f"{spec.model.weights_path} ({spec.model.source.type}), {_weights_check(spec)}",
         ),
-        ("serve", tuple(m.server for r in plan.replicas for m in r.members), serve),
+        ("serve", tuple(dict.fromkeys(m.server for r in plan.replicas for m in r.members)), serve),
         (
             "gateway",
             gateway_hosts,
@@ -142,4 +149,13 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
             _monitoring_summary(spec, mon),
         ),
     ]
-    return [Phase(name, f"{name}.yml", hosts, summary) for name, hosts, summary in rows]
+    monitored = monitored_hosts(spec)
+    parts: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+        "host": (("tuning", npu),),  # host_tuning on the NPU servers; the container engine on every host
+        "image": (("build", (build,) if build else ()), ("ship", npu if build else ())),
+        "monitoring": (
+            ("npu_exporter", tuple(h for h in monitored if h in npu)),
+            ("prometheus", (mon,) if mon and monitored else ()),  # Prometheus and Grafana provisioning
+        ),
+    }
+    return [Phase(name, f"{name}.yml", hosts, summary, parts.get(name, ())) for name, hosts, summary in rows]

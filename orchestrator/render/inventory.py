@@ -18,11 +18,11 @@ from orchestrator.catalog import get_chip
 from orchestrator.planning import preflight
 from orchestrator.planning.hccn_peers import HccnView, hccn_views
 from orchestrator.planning.model import HostPlan, MemberPlan, ReplicaPlan, SitePlan
-from orchestrator.planning.roles import SITE_ROLES, container_hosts, hosts_with_role, role_host
 from orchestrator.planning.tuning import split_sysctls, tuning_plan
 from orchestrator.render.ascend_runtime import ascend_runtime_vars
 from orchestrator.render.drivers_vars import drivers_vars
 from orchestrator.render.gateway_vars import gateway_vars
+from orchestrator.render.groups import inventory_groups
 from orchestrator.render.image_vars import image_vars
 from orchestrator.render.monitoring_vars import monitoring_vars
 from orchestrator.render.rollout_vars import rollout_vars, worker_url
@@ -55,25 +55,6 @@ def _hdk_package(pkg: PackageSource) -> dict[str, Any]:
     """A driver or firmware package, its version as the host prints it (the portal's 25.0.RC1 is 25.0.rc1
     in version.info and npu-smi)."""
     return {**_package(pkg), "version": pkg.version.lower()}
-
-
-def _groups(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
-    children: dict[str, Any] = {}
-    children["npu"] = {"hosts": dict.fromkeys(hosts_with_role(spec, "npu"))}
-    for role in SITE_ROLES:
-        hosts = hosts_with_role(spec, role)
-        if not hosts:  # the image is built on the first NPU server when no server has role 'build'
-            chosen = role_host(spec, role)
-            hosts = (chosen,) if chosen else ()
-        children[role] = {"hosts": dict.fromkeys(hosts)}
-    children["container_runtime"] = {"hosts": dict.fromkeys(container_hosts(spec))}
-    groups: dict[str, list[str]] = {}
-    for rep in plan.replicas:
-        children[f"replica_{rep.name}".replace("-", "_")] = {"hosts": {m.server: None for m in rep.members}}
-        groups.setdefault(rep.group, []).append(f"replica_{rep.name}".replace("-", "_"))
-    for group, reps in groups.items():
-        children[f"rollout_{group}".replace("-", "_")] = {"children": dict.fromkeys(reps)}
-    return {"all": {"children": children}}
 
 
 def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any]:
@@ -375,7 +356,7 @@ def _host_vars(
 def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
     """Relative path -> YAML content, in a fixed order."""
     files: Files = {
-        "hosts.yml": _groups(spec, plan),
+        "hosts.yml": inventory_groups(spec, plan),
         "group_vars/all.yml": {
             **_all_vars(spec, plan, spec_sha256),
             **serve_vars(spec, plan),

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from orchestrator.cli import exits
 from orchestrator.cli.apply_cmd import exit_code
 from orchestrator.cli.site_run import resolve_limit
+from orchestrator.render.groups import group_members
 from orchestrator.runner.model import Failure, HostStats, PhaseResult, PhaseStatus, Run
-from tests.helpers import ROOT, copy_ready_site, load_example, run_cli, to_yaml
+from tests.helpers import ROOT, copy_ready_site, load_example, run_cli, to_yaml, validate_data
 
 SITE = "a2-fleet-gateway"
 
@@ -64,11 +67,17 @@ def test_help_documents_the_exit_codes() -> None:
 
 
 def test_limit_takes_hosts_and_groups_of_the_rendered_inventory() -> None:
-    hosts_yml = (ROOT / "inventories" / SITE / "hosts.yml").read_text()
+    result = validate_data(load_example(SITE))
+    assert result.spec is not None and result.plan is not None
+    groups = group_members(result.spec, result.plan)
+    # the groups --limit knows are the rendered hosts.yml's, child groups expanded
+    rendered = yaml.safe_load((ROOT / "inventories" / SITE / "hosts.yml").read_text())["all"]["children"]
+    assert set(groups) == set(rendered)
     names = ["a2-01", "a2-02", "a2-03", "a2-04", "edge-01"]
-    assert resolve_limit("gateway,a2-02", hosts_yml, names) == {"edge-01", "a2-02"}
-    assert resolve_limit("rollout_default", hosts_yml, names) == {"a2-01", "a2-02", "a2-03", "a2-04"}
-    assert resolve_limit(None, hosts_yml, names) is None
+    assert resolve_limit("gateway,a2-02", groups, names) == {"edge-01", "a2-02"}
+    assert resolve_limit("rollout_default", groups, names) == {"a2-01", "a2-02", "a2-03", "a2-04"}
+    assert resolve_limit("phase_gateway", groups, names) == {"edge-01"}
+    assert resolve_limit(None, groups, names) is None
 
 
 def phase(name: str, status: PhaseStatus, **hosts: HostStats) -> PhaseResult:
