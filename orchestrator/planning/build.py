@@ -6,6 +6,7 @@ from collections import defaultdict
 
 from orchestrator.catalog import ModelArch, get_release
 from orchestrator.planning import capacity as cap
+from orchestrator.planning import hccl_ports
 from orchestrator.planning.image import image_plans
 from orchestrator.planning.layout_fix import merge_shared
 from orchestrator.planning.model import HccnDevice, HostPlan, ReplicaPlan, SitePlan, StackPlan
@@ -170,8 +171,9 @@ def build_plan(spec: SiteSpec, arch: ModelArch) -> tuple[SitePlan | None, list[F
     servers = {s.name: s for s in spec.servers}
     findings: list[Finding] = []
     replicas: list[ReplicaPlan] = []
+    base_ports = hccl_ports.base_ports(spec)  # once: it scans every replica
     for i in range(len(spec.serving.replicas)):
-        rep, found = plan_replica(i, spec, servers, profiles, arch)
+        rep, found = plan_replica(i, spec, servers, profiles, arch, base_ports)
         findings.extend(found)
         if rep is not None:
             replicas.append(rep)
