@@ -108,21 +108,28 @@ def _swap(out_dir: Path, ops: list[tuple[str, str | None]]) -> None:
     backup = Path(tempfile.mkdtemp(prefix=".render-old-", dir=out_dir))
     done: list[tuple[str, bool]] = []  # (relative path, an old file was moved into the backup)
     created: list[Path] = []
+    folders: set[Path] = set()  # made or seen already: one mkdir per folder, not one per file (host_vars/)
     try:
         for rel, text in ops:
             if text is not None:
                 staged = staging / rel
-                staged.parent.mkdir(parents=True, exist_ok=True)
+                if staged.parent not in folders:
+                    staged.parent.mkdir(parents=True, exist_ok=True)
+                    folders.add(staged.parent)
                 staged.write_text(text, encoding="utf-8")
         try:
             for rel, text in ops:
                 target = out_dir / rel
-                if not target.parent.is_dir():
-                    target.parent.mkdir(parents=True)
-                    created.append(target.parent)
+                if target.parent not in folders:
+                    if not target.parent.is_dir():
+                        target.parent.mkdir(parents=True)
+                        created.append(target.parent)
+                    folders.add(target.parent)
                 had_old = target.exists() or target.is_symlink()
                 if had_old:
-                    (backup / rel).parent.mkdir(parents=True, exist_ok=True)
+                    if (backup / rel).parent not in folders:
+                        (backup / rel).parent.mkdir(parents=True, exist_ok=True)
+                        folders.add((backup / rel).parent)
                     os.replace(target, backup / rel)
                 done.append((rel, had_old))
                 if text is not None:
