@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from orchestrator.catalog import ModelArch, get_release
 from orchestrator.planning import capacity as cap
+from orchestrator.planning import hccl_ports
 from orchestrator.planning.image import image_plans
 from orchestrator.planning.model import HostPlan, ReplicaPlan, SitePlan, StackPlan
 from orchestrator.planning.network import HccnServer, plan_hccn
@@ -116,7 +117,8 @@ def build_plan(spec: SiteSpec, arch: ModelArch, placeable: Collection[int] | Non
     profiles = {name: resolve_profile(name, p) for name, p in spec.profiles.items()}
     servers = {s.name: s for s in spec.servers}
     indices = range(len(spec.serving.replicas)) if placeable is None else sorted(placeable)
-    replicas = [plan_replica(i, spec, servers, profiles, arch) for i in indices]
+    base_ports = hccl_ports.base_ports(spec)  # once: it scans every replica
+    replicas = [plan_replica(i, spec, servers, profiles, arch, base_ports) for i in indices]
     hccn = plan_hccn(spec.network.hccn, hccn_members(spec, profiles)) if spec.network.hccn is not None else {}
     ports = port_claims(spec, replicas)
     stack = stack_plan(spec)

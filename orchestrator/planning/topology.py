@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from orchestrator.catalog import ModelArch
@@ -47,7 +48,10 @@ def plan_replica(
     servers: dict[str, Server],
     profiles: dict[str, ResolvedProfile],
     arch: ModelArch,
+    ports: Mapping[tuple[str, str], int] | None = None,
 ) -> ReplicaPlan:
+    """The plan of replica `index`; `ports` is hccl_ports.base_ports(spec), computed once by the caller
+    (it scans every replica: computing it per replica made planning quadratic in the replicas)."""
     """The plan of replica `index`, one whose layout checks passed (plan_checks/layout.py)."""
     replica = spec.serving.replicas[index]
     members = [servers[s] for s in replica.servers]
@@ -88,7 +92,8 @@ def plan_replica(
     ray = layout.mode == "ray"
     head_ip = _control_ip(head)
     ray_address = f"{head_ip}:{serve_args.RAY_GCS_PORT}" if ray else None
-    ports = hccl_ports.base_ports(spec)
+    if ports is None:
+        ports = hccl_ports.base_ports(spec)
     plans: list[MemberPlan] = []
     for rank, member in enumerate(members):
         headless = rank > 0
