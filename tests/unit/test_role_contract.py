@@ -177,7 +177,9 @@ def contract_errors(roles_dir: Path, inventories: Path) -> list[str]:
     by_name = {role.name: role for role in roles}
     for called, names in sorted(passed.items()):
         for name in sorted(names - set(by_name[called].specs) if called in by_name else ()):
-            errors.append(f"{called}: a caller passes '{name}', which meta/argument_specs.yml does not declare")
+            errors.append(
+                f"{called}: a caller passes '{name}', which meta/argument_specs.yml does not declare"
+            )
     for role in roles:
         given = passed.get(role.name, set())
         for name, where in sorted(role.reads.items()):
@@ -236,7 +238,9 @@ def test_the_checker_finds_every_kind_of_breach(tmp_path: Path) -> None:
     callee = tmp_path / "roles" / "callee"
     for sub in ("tasks", "meta"):
         (callee / sub).mkdir(parents=True)
-    (callee / "tasks" / "go.yml").write_text("- name: Go\n  ansible.builtin.debug: {msg: '{{ callee_size }}'}\n")
+    (callee / "tasks" / "go.yml").write_text(
+        "- name: Go\n  ansible.builtin.debug: {msg: '{{ callee_size }}'}\n"
+    )
     (callee / "meta" / "argument_specs.yml").write_text(
         "argument_specs:\n  go:\n    options:\n      callee_size: {type: int, required: true}\n"
     )
