@@ -19,11 +19,11 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import vlog
-from .vllm_types import (  # the catalog's table (orchestrator/catalog/vllm_types.py)
-    CONVERTERS,
-    human_readable_int,
-)
+from . import vllm_types, vlog
+
+# the catalog's converter table (orchestrator/catalog/vllm_types.py, copied in as fake_vllm/vllm_types.py)
+CONVERTERS = vllm_types.CONVERTERS
+human_readable_int = vllm_types.human_readable_int
 
 SUBCOMMANDS = ("chat", "complete", "serve", "bench", "collect-env", "run-batch")
 _NAME = re.compile(r"(?<=--)[^.]*")
