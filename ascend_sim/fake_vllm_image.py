@@ -43,6 +43,7 @@ SERVER_MODULES: tuple[str, ...] = (
     "server.py",
     "stream.py",
     "vlog.py",
+    "vllm_types.py",  # a link to orchestrator/catalog/vllm_types.py: the catalog's converter table
     "vocab.txt",
     "wire.py",
 )

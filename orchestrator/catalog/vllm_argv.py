@@ -14,18 +14,16 @@ scripts/gen-vllm-flags ran through the real parser of each release.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from orchestrator.catalog.flags import FlagSpec, FlagTable
+from orchestrator.catalog.vllm_types import CONVERSION_ERRORS, CONVERTERS
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _NAME = re.compile(r"(?<=--)[^.]*")
-_JSON_OBJECT = re.compile(r"(?s)^\s*{.*}\s*$")
-_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 _O_LEVELS = frozenset({"0", "1", "2", "3"})
 
 
@@ -49,48 +47,6 @@ class ArgUse:
         return not self.given.startswith("-") or bool(_NEGATIVE_NUMBER.match(self.given))
 
 
-def human_readable_int(value: str) -> int:
-    """vLLM's converter: '16k' = 16000, '16K' = 16384, '25.6k' = 25600, '4096' = 4096."""
-    value = value.strip()
-    match = _HUMAN.fullmatch(value)
-    if match:
-        number, suffix = match.groups()
-        if suffix.islower():
-            return int(float(number) * 1000 ** ("kmgt".index(suffix) + 1))
-        if "." in number:
-            raise ValueError(f"decimals are not allowed with binary suffixes like {suffix}")
-        return int(number) * int(1024 ** ("KMGT".index(suffix) + 1))
-    return int(value)
-
-
-def _human_or_auto(value: str) -> int:
-    return -1 if value.strip() in ("-1",) or value.strip().lower() == "auto" else human_readable_int(value)
-
-
-def _json_or_str(value: str) -> Any:
-    return json.loads(value) if _JSON_OBJECT.match(value) else value
-
-
-def _port(value: str) -> int:
-    port = int(value)
-    if not 1024 <= port <= 65535:
-        raise ValueError("Port must be between 1024 and 65535")
-    return port
-
-
-CONVERTERS: dict[str, Callable[[str], Any]] = {
-    "int": int,
-    "float": float,
-    "str": str,
-    "json": json.loads,
-    "json_or_str": _json_or_str,
-    "human_readable_int": human_readable_int,
-    "human_readable_int_or_auto": _human_or_auto,
-    "lower_snake": lambda s: s.lower().replace("-", "_"),
-    "comma_list": lambda s: [int(p) if p.isdigit() else p for p in (q.strip() for q in s.split(","))],
-    "bool_constructor": bool,
-    "port": _port,
-}
 _KIND_WORDS = {
     "int": "an integer",
     "float": "a number",
@@ -108,7 +64,7 @@ def convert(spec: FlagSpec, value: str) -> Any:
     converter = CONVERTERS[spec.kind or "str"]
     try:
         return converter(value)
-    except (ValueError, TypeError) as exc:
+    except CONVERSION_ERRORS as exc:
         raise ValueError(f"{value!r} is not {_KIND_WORDS.get(spec.kind or 'str', 'valid')}") from exc
 
 

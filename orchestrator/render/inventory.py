@@ -26,7 +26,6 @@ from orchestrator.render.groups import inventory_groups
 from orchestrator.render.image_vars import image_vars
 from orchestrator.render.monitoring_vars import monitoring_vars
 from orchestrator.render.rollout_vars import rollout_vars, worker_url
-from orchestrator.render.serve_vars import serve_vars
 from orchestrator.render.weights_vars import weights_vars
 from orchestrator.spec.hardware import Server
 from orchestrator.spec.site import SiteSpec
@@ -359,7 +358,6 @@ def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
         "hosts.yml": inventory_groups(spec, plan),
         "group_vars/all.yml": {
             **_all_vars(spec, plan, spec_sha256),
-            **serve_vars(spec, plan),
             **_container_runtime_vars(spec),
         },
         "group_vars/npu.yml": _npu_vars(spec, plan),

@@ -67,8 +67,9 @@ _ROLE_KINDS: dict[str, ChangeKind] = {
     "gateway": ChangeKind.GATEWAY,
     "hccn_network": ChangeKind.NPU_NIC,
 }
-# in these roles, what the role is about wins over the module (the package staged for the driver is part of
-# the driver upgrade; a container of vllm_serve is a replica)
+# in these roles, what the role is about wins over the module (a container of vllm_serve is a replica); a
+# package staged by roles/ascend_package for any role is a file change, the install itself (hdk_package) the
+# driver or firmware change
 _ROLE_WINS = {"copy", "get_url", "hdk_package", "docker_container", "debug", "command", "shell"}
 
 

@@ -12,6 +12,9 @@ inventories (which another test keeps equal to what render writes):
    render in at least one example;
 5. a rendered `<role>_*` variable of an existing role is declared by that role (no stale render keys).
 
+A role that other roles call (roles/ascend_package, through include_role / import_role with `vars`) gets
+its options from its callers: what a caller passes counts as provided, and must be declared by the callee.
+
 The checker itself is tested on a small role written here with every kind of mistake.
 """
 
@@ -86,10 +89,17 @@ class RoleVars:
     defined: set[str] = field(default_factory=set)
     defaults: dict[str, Any] = field(default_factory=dict)
     specs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    passes: dict[str, set[str]] = field(default_factory=dict)  # called role -> vars this role passes it
+
+
+_INCLUDES = ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role")
 
 
 def _walk(node: Any, key: str | None, where: str, role: RoleVars) -> None:
     if isinstance(node, dict):
+        called = next((node[k].get("name") for k in _INCLUDES if isinstance(node.get(k), dict)), None)
+        if isinstance(called, str) and isinstance(node.get("vars"), dict):
+            role.passes.setdefault(called, set()).update(node["vars"])
         for k, v in node.items():
             if k == "register" and isinstance(v, str):
                 role.defined.add(v)
@@ -160,9 +170,22 @@ def contract_errors(roles_dir: Path, inventories: Path) -> list[str]:
     roles = [load_role(p) for p in sorted(roles_dir.iterdir()) if (p / "tasks").is_dir()]
     values = rendered(inventories)
     errors: list[str] = []
+    passed: dict[str, set[str]] = {}
     for role in roles:
+        for called, names in role.passes.items():
+            passed.setdefault(called, set()).update(names)
+    by_name = {role.name: role for role in roles}
+    for called, names in sorted(passed.items()):
+        for name in sorted(names - set(by_name[called].specs) if called in by_name else ()):
+            errors.append(
+                f"{called}: a caller passes '{name}', which meta/argument_specs.yml does not declare"
+            )
+    for role in roles:
+        given = passed.get(role.name, set())
         for name, where in sorted(role.reads.items()):
             if name in role.defined or name in MAGIC or name.startswith("ansible_") or name in values:
+                continue
+            if name in given:
                 continue
             errors.append(
                 f"{role.name}: {where} reads '{name}', which is neither defaulted, set, magic nor rendered"
@@ -178,7 +201,7 @@ def contract_errors(roles_dir: Path, inventories: Path) -> list[str]:
             if name in role.defaults:
                 if "default" in spec and spec["default"] != role.defaults[name]:
                     errors.append(f"{role.name}: {name} default {spec['default']!r} != defaults/main.yml")
-            elif name not in values:
+            elif name not in values and name not in given:
                 errors.append(
                     f"{role.name}: declares '{name}', which neither its defaults nor render provide"
                 )
@@ -208,6 +231,18 @@ def test_the_checker_finds_every_kind_of_breach(tmp_path: Path) -> None:
         "- name: Two\n"
         "  ansible.builtin.debug:\n"
         "    msg: '{{ demo_typo }}'\n"
+        "- name: Three\n"
+        "  ansible.builtin.include_role: {name: callee, tasks_from: go}\n"
+        "  vars: {callee_size: 1, callee_sizze: 2}\n"
+    )
+    callee = tmp_path / "roles" / "callee"
+    for sub in ("tasks", "meta"):
+        (callee / sub).mkdir(parents=True)
+    (callee / "tasks" / "go.yml").write_text(
+        "- name: Go\n  ansible.builtin.debug: {msg: '{{ callee_size }}'}\n"
+    )
+    (callee / "meta" / "argument_specs.yml").write_text(
+        "argument_specs:\n  go:\n    options:\n      callee_size: {type: int, required: true}\n"
     )
     (role / "templates" / "x.j2").write_text("{% for s in demo_sizes %}{{ s }}{% endfor %}{{ demo_name }}\n")
     (role / "meta" / "argument_specs.yml").write_text(
@@ -224,6 +259,7 @@ def test_the_checker_finds_every_kind_of_breach(tmp_path: Path) -> None:
         "demo_enabled: true\ndemo_sizes: [1, two]\ndemo_name: x\ndemo_stale: 1\n"
     )
     assert contract_errors(tmp_path / "roles", tmp_path / "inventories") == [
+        "callee: a caller passes 'callee_sizze', which meta/argument_specs.yml does not declare",
         "demo: tasks/main.yml reads 'demo_typo', which is neither defaulted, set, magic nor rendered",
         "demo: reads rendered 'demo_enabled' but meta/argument_specs.yml does not declare it",
         "demo: declares 'demo_ghost', which neither its defaults nor render provide",

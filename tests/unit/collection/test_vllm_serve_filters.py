@@ -1,5 +1,5 @@
-"""Filters of the vllm_serve role (ascend.npu vllm_serve.py): the readiness timeout formula against the
-plan's, the interface carrying an address, CPU sets from the NPU topology fact, the container of an instance,
+"""Filters of the vllm_serve role (ascend.npu vllm_serve.py): the plan's readiness timeout passed through,
+the interface carrying an address, CPU sets from the NPU topology fact, the container of an instance,
 which replicas restart."""
 
 from __future__ import annotations
@@ -7,30 +7,16 @@ from __future__ import annotations
 import pytest
 from ansible_collections.ascend.npu.plugins.filter import vllm_serve as f
 
-from orchestrator.planning.gates import startup_timeout_s
-from orchestrator.render.serve_vars import READ_FACTOR
 
-GIB = 1 << 30
-
-
-@pytest.mark.parametrize(
-    ("gib", "rate", "eager"), [(640.9, 2000, False), (32.0, 500, True), (0.03, 2000, False)]
-)
-def test_startup_timeout_matches_the_plan_formula_at_the_same_rate(
-    gib: float, rate: int, eager: bool
-) -> None:
-    base = 120 + (0 if eager else 240)
-    assert f.startup_timeout(gib * GIB, rate, base, READ_FACTOR, 180) == startup_timeout_s(gib, rate, eager)
-
-
-def test_startup_timeout_grows_with_bytes_and_shrinks_with_rate() -> None:
-    slow = f.startup_timeout(640 * GIB, 100.0, 360)
-    fast = f.startup_timeout(640 * GIB, 1000.0, 360)
-    assert slow == 13470  # 360 + 2 x 655360 MiB / 100 MiB/s = 13467.2, rounded up to 30 s
-    assert slow > fast > 360
-    assert f.startup_timeout(0, 100.0, 10, 2, 180) == 180
-    with pytest.raises(ValueError, match="read_mib_s"):
-        f.startup_timeout(1, 0, 360)
+def test_the_container_carries_the_planned_startup_timeout_and_refuses_none() -> None:
+    """The timeout is the plan's (render writes it on every instance): passed through, never recomputed."""
+    assert f.vllm_serve_container(_instance(startup_timeout_s=4470), OPTS)["startup_timeout_s"] == 4470
+    for bad in (None, 0, -30, "600", True):
+        with pytest.raises(ValueError, match=r"startup_timeout_s=.*Fix: render the inventory again"):
+            f.vllm_serve_container(_instance(startup_timeout_s=bad), OPTS)
+    missing = {k: v for k, v in _instance().items() if k != "startup_timeout_s"}
+    with pytest.raises(ValueError, match="'vllm-mn' has startup_timeout_s=None"):
+        f.vllm_serve_container(missing, OPTS)
 
 
 def test_interface_of_exact_address_then_containing_network() -> None:
@@ -63,7 +49,7 @@ def _instance(**over: object) -> dict[str, object]:
     base = {
         "replica": "mn", "role": "head", "mode": "dp", "container_name": "vllm-mn", "devices": [4, 5],
         "args": ["serve", "/m", "--port", "8000"], "env": {"ASCEND_RT_VISIBLE_DEVICES": "0,1"},
-        "port": 8000, "head_address": "10.0.0.1",
+        "port": 8000, "head_address": "10.0.0.1", "startup_timeout_s": 600,
     }  # fmt: skip
     return {**base, **over}
 

@@ -1,13 +1,13 @@
 # Copyright: ascend-orchestrator contributors
 # Apache-2.0 (see the repository's pyproject.toml)
 """Filters of the vllm_serve role (run on the controller): the container of one rendered serving instance,
-the readiness timeout from the measured weight read rate, the interface carrying an address, the CPUs local to
-a set of NPUs.
+the interface carrying an address, the CPUs local to a set of NPUs.
 
 - ``instance | ascend.npu.vllm_serve_container(opts)``: the community.docker.docker_container parameters of a
   rendered ``vllm_serve_instances`` entry plus ``release`` (a hash of everything that makes the container what
-  it is) and ``record`` (what the release record keeps: image ID, argv/env/weights hashes).
-- ``bytes | ascend.npu.vllm_serve_startup_timeout(read_mib_s, base_s, read_factor, min_s)``.
+  it is), ``record`` (what the release record keeps: image ID, argv/env/weights hashes) and
+  ``startup_timeout_s``, the readiness timeout the plan computed (orchestrator.planning.gates), passed through
+  as rendered: nothing here recomputes it.
 - ``ansible_facts | ascend.npu.interface_of(address)``.
 - ``npus | ascend.npu.npu_cpuset(devices)`` (npus: the host_tuning topology fact's ``npus``).
 """
@@ -17,33 +17,26 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
-import math
 import shlex
 from typing import Any
 
 MANAGEMENT_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
-ROUND_S = 30
 
 
 def _sha256(value: Any) -> str:
     return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def startup_timeout(
-    weights_bytes: Any, read_mib_s: Any, base_s: Any, read_factor: Any = 2, min_s: Any = 180
-) -> int:
-    """Seconds a replica may take to answer: fixed costs (process start, HCCL init, graph compile) plus
-    ``read_factor`` times the time to read the weights at the rate the weights phase measured on this server,
-    rounded up to 30 s, at least ``min_s``. The same shape as orchestrator.planning.gates.startup_timeout_s,
-    with the measured rate instead of the spec's assumption."""
-    size = float(weights_bytes)
-    rate = float(read_mib_s)
-    if size < 0 or not math.isfinite(size):
-        raise ValueError(f"weights bytes must be a size, not {weights_bytes!r}")
-    if rate <= 0 or not math.isfinite(rate):
-        raise ValueError(f"read_mib_s must be a positive rate, not {read_mib_s!r} (model_weights.fact)")
-    total = float(base_s) + float(read_factor) * size / (rate * 1024 * 1024)
-    return max(int(min_s), int(math.ceil(total / ROUND_S) * ROUND_S))
+def _startup_timeout_s(instance: dict[str, Any]) -> int:
+    """The planned readiness timeout of a rendered instance; a clear error when render did not write one."""
+    value = instance.get("startup_timeout_s")
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(
+            f"vllm_serve_instances entry {instance.get('container_name')!r} has startup_timeout_s={value!r}, "
+            "not the positive number of seconds the plan computes. Fix: render the inventory again "
+            "(orchestrator render SITE) with this checkout's orchestrator."
+        )
+    return value
 
 
 def interface_of(facts: dict[str, Any], address: str) -> str | None:
@@ -128,6 +121,7 @@ def vllm_serve_container(instance: dict[str, Any], opts: dict[str, Any]) -> dict
     HCCL/GLOO/TP_SOCKET_IFNAME of a multi-node member, or None), topology (the host_tuning fact's npus) and
     allowed_cpus (the CPUs the host lets processes use) for the CPU affinity.
     """
+    timeout_s = _startup_timeout_s(instance)
     devices = [int(d) for d in instance["devices"]]
     env = {str(k): str(v) for k, v in (instance.get("env") or {}).items()}
     if instance.get("mode") in ("dp", "ray") and opts.get("ifname"):
@@ -179,7 +173,7 @@ def vllm_serve_container(instance: dict[str, Any], opts: dict[str, Any]) -> dict
         "mask": env.get("ASCEND_RT_VISIBLE_DEVICES", ""),
         "port": instance.get("port"),
         "address": instance.get("head_address"),
-        "startup_timeout_s": instance.get("startup_timeout_s"),
+        "startup_timeout_s": timeout_s,
     }
 
 
@@ -241,7 +235,6 @@ class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
             "vllm_serve_container": vllm_serve_container,
-            "vllm_serve_startup_timeout": startup_timeout,
             "interface_of": interface_of,
             "npu_cpuset": npu_cpuset,
             "vllm_serve_stale": stale,

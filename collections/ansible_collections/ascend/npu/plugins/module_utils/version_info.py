@@ -25,6 +25,8 @@ Part = Tuple[int, int, int]
 Range = Tuple[str, str, bool]
 
 _TOKEN = re.compile(r"[0-9]+|[a-z]+")
+_ZERO: Part = (1, 0, 0)
+_MAX_PARTS = 16
 _WORDS = {"dev": 0, "alpha": 1, "a": 1, "beta": 2, "b": 2, "rc": 3}
 _INTERVAL = re.compile(r"\[\s*([^,\[\]\s]+)\s*,\s*([^,\[\]\s]+)\s*\]")
 
@@ -71,11 +73,12 @@ def _parts(version: str) -> list[Part]:
 
 
 def version_key(version: str) -> tuple[Part, ...]:
-    """A sortable key; trailing zero components do not count (9.1 == 9.1.0)."""
+    """A sort key: the components padded with zeros to a fixed width, so that a missing component counts as
+    0 in plain tuple order (9.1 == 9.1.0, 23.0.rc2 < 23.0.0: the rc sorts before the number 0)."""
     parts = _parts(version)
-    while parts and parts[-1] == (1, 0, 0):
-        parts.pop()
-    return tuple(parts)
+    if len(parts) > _MAX_PARTS:
+        raise ValueError(f"not a version: {version!r} (more than {_MAX_PARTS} components)")
+    return tuple(parts + [_ZERO] * (_MAX_PARTS - len(parts)))
 
 
 def same_version(a: str | None, b: str | None) -> bool:
@@ -91,10 +94,6 @@ def same_version(a: str | None, b: str | None) -> bool:
 def compare(a: str, b: str) -> int:
     """-1, 0 or 1 as a is older than, equal to or newer than b."""
     ka, kb = version_key(a), version_key(b)
-    width = max(len(ka), len(kb))
-    pad: Part = (1, 0, 0)
-    ka = ka + (pad,) * (width - len(ka))
-    kb = kb + (pad,) * (width - len(kb))
     return int(ka > kb) - int(ka < kb)
 
 

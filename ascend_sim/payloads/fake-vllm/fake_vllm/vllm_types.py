@@ -1,0 +1,1 @@
+../../../../orchestrator/catalog/vllm_types.py
