@@ -18,7 +18,7 @@ MISSING_SECTIONS = 5  # profiles, os, software, model, serving
 
 
 def _many_bad_servers(n: int) -> str:
-    lines = ["site: lab", "servers:"]
+    lines = ["spec_version: 1", "site: lab", "servers:"]
     lines += [f"  - {{name: s{i}, address: 10.0.{i // 250}.{i % 250 + 1}, ssh_port: 0}}" for i in range(n)]
     return "\n".join(lines) + "\n"
 

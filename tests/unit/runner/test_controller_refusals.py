@@ -140,7 +140,7 @@ def test_missing_controller_files_are_named_with_field_and_line(
     spec.write_text(text)
     assert invoke(root, "apply", SITE, "--yes", "--phases", "drivers") == exits.INVALID_SPEC
     out = said(capsys)
-    assert re.search(r"site\.yaml:6:\d+: error: ssh\.key_file: /nonexistent/\S+ does not exist", out)
+    assert re.search(r"site\.yaml:7:\d+: error: ssh\.key_file: /nonexistent/\S+ does not exist", out)
     actual = hashlib.sha256(pkg.read_bytes()).hexdigest()
     assert f"error: software.driver.path: {pkg} has sha256 {actual}, not the software.driver.sha256" in out
     assert "fix: download the package again from its vendor" in out
