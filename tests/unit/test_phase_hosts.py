@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
+from orchestrator.pipeline import validate_file
 from orchestrator.planning.phases import PHASE_NAMES, Phase, plan_phases
 from orchestrator.render import render_inventory
-from orchestrator.validation import validate_file
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent

@@ -22,10 +22,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from orchestrator.pipeline import ValidationResult, validate_file, validate_text
 from orchestrator.render.inventory import inventory_files
 from orchestrator.render.play_vars import play_vars
 from orchestrator.render.yamltext import Emitter, dump, pyyaml_dump
-from orchestrator.validation import ValidationResult, validate_file, validate_text
 from tests.helpers import EXAMPLES, ROOT
 
 SITES = sorted(
