@@ -7,10 +7,12 @@ same bytes for the plain data render builds (dict, list, str, int, float, bool, 
 
 - structure: block mappings and sequences, two-space indent, sequences inside a mapping not indented
   (`key:` then `- item` at the key's column), `{}` / `[]` for empty ones: what libyaml writes;
-- scalars: a short string of harmless characters (letters, digits, `_./-()=+@,` and inner spaces, not
-  starting with an indicator) is written plain, or in single quotes when PyYAML's implicit resolvers read
-  it as something else (`'yes'`, `'1.5'`, `'2026-12-06'`, `'null'`); any other scalar is rendered by
-  `pyyaml_dump` itself, alone in a one-key document, and remembered (per Emitter, so per render).
+- scalars: a string of at most 100 harmless characters (letters, digits, `_./-()=+@,%~`, `:` not before a
+  space or last, inner spaces; no indicator first) is written plain, or in single quotes when PyYAML's
+  implicit resolvers read it as something else (`'yes'`, `'1.5'`, `'2026-12-06'`, `'null'`); an int as
+  str() writes it, a bool as true/false, None as null; any other scalar is rendered by `pyyaml_dump`
+  itself, alone in a one-key document, and remembered (per Emitter, so per render: a 1,024-server
+  render asks PyYAML about 11 scalars instead of dumping 620,000 nodes).
 
 Whatever it does not handle exactly, it gives to `pyyaml_dump` (the whole file): another type, a scalar
 whose YAML spans lines (a literal block, a complex key) or is long enough that libyaml could fold it at the
