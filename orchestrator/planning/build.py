@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 from orchestrator.catalog import ModelArch, get_release
+from orchestrator.catalog.container_engine import CONTAINER_RUNTIME_PACKAGES
 from orchestrator.planning import capacity as cap
+from orchestrator.planning import preflight
+from orchestrator.planning.drivers import drivers_plan
+from orchestrator.planning.gates import startup_plan
+from orchestrator.planning.hccn_peers import hccn_views
 from orchestrator.planning.image import image_plans
 from orchestrator.planning.layout_fix import merge_shared
 from orchestrator.planning.model import HccnDevice, HostPlan, ReplicaPlan, SitePlan, StackPlan
@@ -17,10 +23,11 @@ from orchestrator.planning.resolve import (
     resolve_profile,
     served_name,
 )
-from orchestrator.planning.roles import role_host
+from orchestrator.planning.roles import role_host, role_hosts
+from orchestrator.planning.rollout import rollout_plan
 from orchestrator.planning.serve_args import RAY_GCS_PORT
 from orchestrator.planning.topology import plan_replica
-from orchestrator.planning.tuning import tuning_plan
+from orchestrator.planning.tuning import host_tuning, tuning_plan
 from orchestrator.spec.findings import Finding, SpecPath, error
 from orchestrator.spec.site import SiteSpec
 
@@ -189,23 +196,36 @@ def build_plan(spec: SiteSpec, arch: ModelArch) -> tuple[SitePlan | None, list[F
         for name in dict.fromkeys(m.server for m in r.members):
             replicas_of.setdefault(name, []).append(r.name)
     hosts = []
+    tuning = tuning_plan(spec)
+    weights_gib = cap.weight_bytes_total(arch, effective_quantization(spec.model, arch)) / cap.GIB
     for srv in spec.servers:
         prof = profiles.get(srv.profile or "")
+        host = HostPlan(
+            name=srv.name,
+            address=str(srv.address),
+            ssh_port=srv.ssh_port,
+            roles=tuple(srv.roles),
+            profile=srv.profile,
+            chip=prof.chip.name if prof else None,
+            devices=prof.devices if prof else 0,
+            hbm_gib=prof.hbm_gib if prof else 0,
+            hccn=hccn.get(srv.name, ()),
+            replicas=tuple(replicas_of.get(srv.name, ())),
+            ports=tuple(sorted(ports.get(srv.name, []))),
+            tuning=host_tuning(spec, tuning, srv) if prof else None,
+        )
         hosts.append(
-            HostPlan(
-                name=srv.name,
-                address=str(srv.address),
-                ssh_port=srv.ssh_port,
-                roles=tuple(srv.roles),
-                profile=srv.profile,
-                chip=prof.chip.name if prof else None,
-                devices=prof.devices if prof else 0,
-                hbm_gib=prof.hbm_gib if prof else 0,
-                hccn=hccn.get(srv.name, ()),
-                replicas=tuple(replicas_of.get(srv.name, ())),
-                ports=tuple(sorted(ports.get(srv.name, []))),
+            replace(
+                host,
+                preflight_npu=preflight.preflight_npu(spec, host),
+                disk=preflight.disk_needs(spec, host, weights_gib, arch.name),
             )
         )
+    views = hccn_views(hosts, replicas)
+    hosts = [
+        replace(h, hccn_peers=views[h.name].peers, rank_tables=tuple(views[h.name].rank_tables.items()))
+        for h in hosts
+    ]
     first_chip = profiles[replicas[0].profile].chip
     quant = effective_quantization(spec.model, arch)
     plan = SitePlan(
@@ -216,9 +236,15 @@ def build_plan(spec: SiteSpec, arch: ModelArch) -> tuple[SitePlan | None, list[F
         replicas=tuple(replicas),
         model_name=arch.name,
         served_name=served_name(spec.model),
-        weights_gib=cap.weight_bytes_total(arch, quant) / cap.GIB,
+        weights_gib=weights_gib,
         quantization=quant,
         dtype=effective_dtype(spec.model, arch, first_chip),
-        tuning=tuning_plan(spec),
+        tuning=tuning,
+        preflight=preflight.preflight_site(spec),
+        roles=role_hosts(spec),
+        rollout=rollout_plan(spec.rollout, len(replicas)),
+        drivers=drivers_plan(spec),
+        startup=startup_plan(spec),
+        container_runtime_packages=CONTAINER_RUNTIME_PACKAGES[spec.os.distro],
     )
     return plan, findings

@@ -21,7 +21,7 @@ def render_texts(result: ValidationResult) -> dict[str, str]:
     with gc_paused():  # hundreds of thousands of short-lived objects for a large site, no cycles
         name, sha = Path(result.filename).name, result.document.sha256
         files = inventory_files(result.spec, result.plan, sha)
-        files["play_vars.yml"] = play_vars(result.spec, result.plan)
+        files["play_vars.yml"] = play_vars(result.plan)
         texts = render_text(files, name, sha)
         texts["ansible.cfg"] = ansible_cfg_text(result.spec.site, len(result.spec.servers), header(name, sha))
         return texts

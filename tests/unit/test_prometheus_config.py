@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from orchestrator.planning.phases import plan_phases
-from orchestrator.render.monitoring_vars import JOBS
+from orchestrator.render.vars.monitoring import JOBS
 from orchestrator.validation import validate_file
 from tests.helpers import EXAMPLES
 from tests.prometheus_config import RULES, site_vars, write_config

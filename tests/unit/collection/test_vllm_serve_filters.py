@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 from ansible_collections.ascend.npu.plugins.filter import vllm_serve as f
 
-from orchestrator.planning.gates import startup_timeout_s
-from orchestrator.render.serve_vars import READ_FACTOR
+from orchestrator.planning.gates import READ_FACTOR, startup_timeout_s
 
 GIB = 1 << 30
 
