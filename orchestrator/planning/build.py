@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Collection, Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
 from orchestrator.catalog import ModelArch, get_release
+from orchestrator.catalog.container_engine import CONTAINER_RUNTIME_PACKAGES
 from orchestrator.planning import capacity as cap
-from orchestrator.planning import hccl_ports
+from orchestrator.planning import hccl_ports, preflight
+from orchestrator.planning.drivers import drivers_plan
+from orchestrator.planning.hccn_peers import hccn_views
 from orchestrator.planning.image import image_plans
 from orchestrator.planning.model import HostPlan, ReplicaPlan, SitePlan, StackPlan
 from orchestrator.planning.network import HccnServer, plan_hccn
@@ -19,10 +23,11 @@ from orchestrator.planning.resolve import (
     resolve_profile,
     served_name,
 )
-from orchestrator.planning.roles import role_host
+from orchestrator.planning.roles import role_host, role_hosts
+from orchestrator.planning.rollout import rollout_plan
 from orchestrator.planning.serve_args import RAY_GCS_PORT
 from orchestrator.planning.topology import plan_replica
-from orchestrator.planning.tuning import tuning_plan
+from orchestrator.planning.tuning import host_tuning, tuning_plan
 from orchestrator.spec.findings import SpecPath
 from orchestrator.spec.site import SiteSpec
 
@@ -127,23 +132,36 @@ def build_plan(spec: SiteSpec, arch: ModelArch, placeable: Collection[int] | Non
         for name in dict.fromkeys(m.server for m in r.members):
             replicas_of.setdefault(name, []).append(r.name)
     hosts = []
+    tuning = tuning_plan(spec)
+    weights_gib = cap.weight_bytes_total(arch, effective_quantization(spec.model, arch)) / cap.GIB
     for srv in spec.servers:
         prof = profiles.get(srv.profile or "")
+        host = HostPlan(
+            name=srv.name,
+            address=str(srv.address),
+            ssh_port=srv.ssh_port,
+            roles=tuple(srv.roles),
+            profile=srv.profile,
+            chip=prof.chip.name if prof else None,
+            devices=prof.devices if prof else 0,
+            hbm_gib=prof.hbm_gib if prof else 0,
+            hccn=hccn.get(srv.name, ()),
+            replicas=tuple(replicas_of.get(srv.name, ())),
+            ports=tuple(sorted((c.port, c.what) for c in ports.get(srv.name, []))),
+            tuning=host_tuning(spec, tuning, srv) if prof else None,
+        )
         hosts.append(
-            HostPlan(
-                name=srv.name,
-                address=str(srv.address),
-                ssh_port=srv.ssh_port,
-                roles=tuple(srv.roles),
-                profile=srv.profile,
-                chip=prof.chip.name if prof else None,
-                devices=prof.devices if prof else 0,
-                hbm_gib=prof.hbm_gib if prof else 0,
-                hccn=hccn.get(srv.name, ()),
-                replicas=tuple(replicas_of.get(srv.name, ())),
-                ports=tuple(sorted((c.port, c.what) for c in ports.get(srv.name, []))),
+            replace(
+                host,
+                preflight_npu=preflight.preflight_npu(spec, host),
+                disk=preflight.disk_needs(spec, host, weights_gib, arch.name),
             )
         )
+    views = hccn_views(hosts, replicas)
+    hosts = [
+        replace(h, hccn_peers=views[h.name].peers, rank_tables=tuple(views[h.name].rank_tables.items()))
+        for h in hosts
+    ]
     quant = effective_quantization(spec.model, arch)
     return SitePlan(
         site=spec.site,
@@ -153,8 +171,13 @@ def build_plan(spec: SiteSpec, arch: ModelArch, placeable: Collection[int] | Non
         replicas=tuple(replicas),
         model_name=arch.name,
         served_name=served_name(spec.model),
-        weights_gib=cap.weight_bytes_total(arch, quant) / cap.GIB,
+        weights_gib=weights_gib,
         quantization=quant,
         dtype=_dtype(spec, arch, profiles, replicas),
-        tuning=tuning_plan(spec),
+        tuning=tuning,
+        preflight=preflight.preflight_site(spec),
+        roles=role_hosts(spec),
+        rollout=rollout_plan(spec.rollout, len(replicas)),
+        drivers=drivers_plan(spec),
+        container_runtime_packages=CONTAINER_RUNTIME_PACKAGES[spec.os.distro],
     )

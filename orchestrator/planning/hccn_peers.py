@@ -11,17 +11,11 @@ rank table examples put there; one documented sample shows a placeholder name).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.planning.model import HccnDevice, ReplicaPlan, SitePlan
-
-
-@dataclass(frozen=True)
-class HccnPeer:
-    server: str
-    index: int
-    address: str
+from orchestrator.planning.model import HccnDevice, HccnPeer, HostPlan, ReplicaPlan
 
 
 @dataclass(frozen=True)
@@ -54,14 +48,14 @@ def rank_table(rep: ReplicaPlan, nics: Nics) -> dict[str, Any]:
     }
 
 
-def hccn_views(plan: SitePlan) -> dict[str, HccnView]:
+def hccn_views(hosts: Sequence[HostPlan], replicas: Sequence[ReplicaPlan]) -> dict[str, HccnView]:
     """Every host's view, in one pass over the replicas (linear in the site size). Only replicas over
     several servers whose NPUs all have planned NIC addresses (RoCE chips) count; a peer NIC is one the
     other member uses for the replica, listed once, in (server, index) order."""
-    nics: Nics = {h.name: {d.index: d for d in h.hccn} for h in plan.hosts}
+    nics: Nics = {h.name: {d.index: d for d in h.hccn} for h in hosts}
     peers: dict[str, dict[tuple[str, int], HccnPeer]] = {}
     tables: dict[str, dict[str, dict[str, Any]]] = {}
-    for rep in plan.replicas:
+    for rep in replicas:
         if len(rep.members) < 2 or not all(nics.get(m.server) for m in rep.members):
             continue
         table = rank_table(rep, nics)
@@ -76,5 +70,5 @@ def hccn_views(plan: SitePlan) -> dict[str, HccnView]:
                     mine.setdefault((other.server, d), peer)
     return {
         h.name: HccnView(tuple(v for _, v in sorted(peers.get(h.name, {}).items())), tables.get(h.name, {}))
-        for h in plan.hosts
+        for h in hosts
     }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 ReplicaMode = Literal["single", "dp", "ray"]
 MemberRole = Literal["head", "headless", "ray-worker"]
@@ -133,6 +133,81 @@ class HostTuningPlan:
     skipped: tuple[SkippedSetting, ...]
     irqbalance: str | None  # enabled | disabled | None (left alone)
     irq_affinity: str | None  # npu-numa | None (IRQs not pinned)
+    governor: str | None = None  # cpufreq governor of every CPU, None: left alone
+    nr_hugepages: int | None = None  # 2 MiB huge pages reserved with the sysctl vm.nr_hugepages
+    # sysfs attributes: THP, and hugepages of a size other than 2 MiB (2 MiB pages are vm.nr_hugepages)
+    sysfs: tuple[tuple[str, int | str], ...] = ()
+
+    @property
+    def applied_sysctls(self) -> dict[str, int | str]:
+        """What the role writes to sysctl.d: the sysctls, and vm.nr_hugepages when 2 MiB pages are reserved
+        (a plain merge of two planned values; nothing is decided here)."""
+        extra = {} if self.nr_hugepages is None else {"vm.nr_hugepages": self.nr_hugepages}
+        return dict(sorted({**dict(self.sysctls), **extra}.items()))
+
+
+@dataclass(frozen=True)
+class DiskNeed:
+    path: str
+    purpose: str
+    min_free_gib: float
+    counts_existing: bool  # what is already at the path counts towards the need (weights already there)
+
+
+@dataclass(frozen=True)
+class PreflightOs:
+    """What every server must run (role preflight): the release, its kernel line (or newer), time sync."""
+
+    distro: str
+    version: str
+    kernel_line: str | None
+    time_sync: str
+
+
+@dataclass(frozen=True)
+class PreflightNpu:
+    """The NPUs lspci must show on an NPU server (vendor 19e5, the chip's device id, functions)."""
+
+    chip: str
+    arch: str
+    pci_vendor_id: str
+    pci_device_id: str
+    pci_functions: int
+
+
+@dataclass(frozen=True)
+class HccnPeer:
+    server: str
+    index: int
+    address: str
+
+
+@dataclass(frozen=True)
+class RoleHosts:
+    """Which servers play each site role (planning.roles): the inventory groups and the phase hosts."""
+
+    npu: tuple[str, ...]
+    build: str | None  # image.build_host, else the first 'build' server, else the first NPU server
+    gateway: str | None  # None when the gateway is disabled
+    monitoring: str | None  # None when monitoring is disabled
+    container_runtime: tuple[str, ...]
+    monitored: tuple[str, ...]  # node_exporter: NPU servers and the monitoring host
+
+
+@dataclass(frozen=True)
+class RolloutPlan:
+    """The serve phase's rolling update: `serial` in head servers (canary, then batch), batch_size parsed."""
+
+    batch_size: int  # replicas per later batch (rollout.batch_size: N or N% of the replicas)
+    serial: tuple[int, ...]
+    max_fail_percentage: int
+
+
+@dataclass(frozen=True)
+class DriversPlan:
+    serial: tuple[int | str, ...]  # one server alone first, then software.reboot.batch_size (N or N%)
+    cache_dir: str  # where the verified .run packages are kept on the host
+    holder_services: tuple[str, ...]  # services holding the device nodes, stopped for an upgrade
 
 
 @dataclass(frozen=True)
@@ -159,6 +234,11 @@ class HostPlan:
     hccn: tuple[HccnDevice, ...]
     replicas: tuple[str, ...]
     ports: tuple[tuple[int, str], ...]
+    tuning: HostTuningPlan | None = None  # NPU servers: the site's tuning with the server's overrides
+    preflight_npu: PreflightNpu | None = None
+    disk: tuple[DiskNeed, ...] = ()
+    hccn_peers: tuple[HccnPeer, ...] = ()  # peer NICs the fabric gate pings
+    rank_tables: tuple[tuple[str, dict[str, Any]], ...] = ()  # (replica, HCCL rank table)
 
 
 @dataclass(frozen=True)
@@ -174,6 +254,11 @@ class SitePlan:
     quantization: str
     dtype: str
     tuning: HostTuningPlan  # always set by build_plan
+    preflight: PreflightOs
+    roles: RoleHosts
+    rollout: RolloutPlan
+    drivers: DriversPlan
+    container_runtime_packages: tuple[str, ...]
     warnings: tuple[str, ...] = field(default=())
 
     def host(self, name: str) -> HostPlan:

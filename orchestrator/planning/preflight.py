@@ -1,4 +1,4 @@
-"""What the preflight role checks on each server and how the drivers phase rolls: the rendered contract.
+"""What the preflight role checks on each server: the plan's expectations, rendered as they are.
 
 - OS: the spec's distro/version, compared by the role with the host's /etc/os-release (ID, VERSION_ID,
   case-insensitive: openEuler / openeuler, V10 / v10); the kernel line the catalog gives for that release
@@ -12,11 +12,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from orchestrator.catalog import get_chip
 from orchestrator.catalog.kernels import os_kernel
-from orchestrator.planning.model import HostPlan, SitePlan
+from orchestrator.planning.model import DiskNeed, HostPlan, PreflightNpu, PreflightOs
 from orchestrator.spec.site import SiteSpec
 
 PACKAGE_CACHE = "/var/cache/ascend-orchestrator/packages"
@@ -30,14 +28,7 @@ PACKAGES_GIB = 4.0
 # the running image and the next one. The build host also holds the base image and the build cache.
 IMAGES_GIB = {"npu": 40.0, "build": 80.0, "other": 10.0}
 WEIGHTS_MARGIN = 1.05  # safetensors index, config and tokenizer files beside the shards
-
-
-@dataclass(frozen=True)
-class DiskNeed:
-    path: str
-    purpose: str
-    min_free_gib: float
-    counts_existing: bool  # what is already at the path counts towards the need (weights already there)
+PCI_VENDOR_ID = "19e5"  # Huawei
 
 
 def pci_functions(spec: SiteSpec, host: HostPlan) -> int:
@@ -49,7 +40,20 @@ def pci_functions(spec: SiteSpec, host: HostPlan) -> int:
     return spec.profiles[host.profile].cards
 
 
-def disk_needs(spec: SiteSpec, plan: SitePlan, host: HostPlan) -> list[DiskNeed]:
+def preflight_npu(spec: SiteSpec, host: HostPlan) -> PreflightNpu | None:
+    """The NPUs an NPU server's PCI bus must show; None for a server without a profile."""
+    if host.chip is None or host.profile is None:
+        return None
+    return PreflightNpu(
+        chip=host.chip,
+        arch=spec.profiles[host.profile].arch,
+        pci_vendor_id=PCI_VENDOR_ID,
+        pci_device_id=get_chip(host.chip).pci_device_id,
+        pci_functions=pci_functions(spec, host),
+    )
+
+
+def disk_needs(spec: SiteSpec, host: HostPlan, weights_gib: float, model_name: str) -> tuple[DiskNeed, ...]:
     needs: list[DiskNeed] = []
     disk = spec.software.disk
     if "npu" in host.roles:
@@ -58,21 +62,16 @@ def disk_needs(spec: SiteSpec, plan: SitePlan, host: HostPlan) -> list[DiskNeed]
     kind = "build" if "build" in host.roles else "npu" if "npu" in host.roles else "other"
     needs.append(DiskNeed(DOCKER_ROOT, "container images", disk.images_gib or IMAGES_GIB[kind], False))
     if "npu" in host.roles:
-        gib = round(plan.weights_gib * WEIGHTS_MARGIN + 0.05, 1)
-        needs.append(DiskNeed(spec.model.weights_path, f"model weights ({plan.model_name})", gib, True))
-    return needs
+        gib = round(weights_gib * WEIGHTS_MARGIN + 0.05, 1)
+        needs.append(DiskNeed(spec.model.weights_path, f"model weights ({model_name})", gib, True))
+    return tuple(needs)
 
 
-def preflight_site(spec: SiteSpec) -> dict[str, object]:
-    """Site-wide expectations (group_vars/all.yml)."""
-    return {
-        "distro": spec.os.distro,
-        "version": spec.os.version,
-        "kernel_line": os_kernel(spec.os.distro, spec.os.version),
-        "time_sync": spec.os.time_sync,
-    }
-
-
-def drivers_serial(spec: SiteSpec) -> list[int | str]:
-    """`serial` of the drivers play: one server alone first, then the spec's batch size."""
-    return [1, spec.software.reboot.batch_size]
+def preflight_site(spec: SiteSpec) -> PreflightOs:
+    """Site-wide expectations (group_vars/all.yml preflight_os)."""
+    return PreflightOs(
+        distro=spec.os.distro,
+        version=spec.os.version,
+        kernel_line=os_kernel(spec.os.distro, spec.os.version),
+        time_sync=spec.os.time_sync,
+    )

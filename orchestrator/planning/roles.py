@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from orchestrator.planning.model import RoleHosts
 from orchestrator.spec.site import SiteSpec
 
 SiteRole = Literal["build", "gateway", "monitoring"]
@@ -53,3 +54,15 @@ def monitored_hosts(spec: SiteSpec) -> tuple[str, ...]:
         return ()
     mon = role_host(spec, "monitoring")
     return tuple(dict.fromkeys((*hosts_with_role(spec, "npu"), *([mon] if mon else ()))))
+
+
+def role_hosts(spec: SiteSpec) -> RoleHosts:
+    """Every answer above, once, for the plan (render and the roles read it from there)."""
+    return RoleHosts(
+        npu=hosts_with_role(spec, "npu"),
+        build=role_host(spec, "build"),
+        gateway=role_host(spec, "gateway") if spec.gateway.enabled else None,
+        monitoring=role_host(spec, "monitoring") if spec.monitoring.enabled else None,
+        container_runtime=container_hosts(spec),
+        monitored=monitored_hosts(spec),
+    )

@@ -65,7 +65,7 @@ def render_texts(source: RenderInput | Validated) -> dict[str, str]:
     with gc_paused():  # hundreds of thousands of short-lived objects for a large site, no cycles
         name, sha = src.spec_name, src.spec_sha256
         files = inventory_files(src.spec, src.plan, sha)
-        files["play_vars.yml"] = play_vars(src.spec, src.plan)
+        files["play_vars.yml"] = play_vars(src.plan)
         texts = render_text(files, name, sha)
         texts["ansible.cfg"] = ansible_cfg_text(src.spec.site, len(src.spec.servers), header(name, sha))
         return texts

@@ -12,16 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.planning.model import SitePlan
-from orchestrator.planning.preflight import drivers_serial
-from orchestrator.render.rollout_vars import rollout_play_vars
-from orchestrator.spec.site import SiteSpec
+from orchestrator.render.vars.drivers import drivers_play_vars
+from orchestrator.render.vars.serve import serve_play_vars
 
 
-def play_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
-    return {
-        # one server alone first (a driver that does not come back costs one server), then
-        # software.reboot.batch_size at a time
-        "play_drivers_serial": drivers_serial(spec),
-        "play_drivers_max_fail_percentage": 0,  # a failed batch stops the rollout
-        **rollout_play_vars(spec, plan),
-    }
+def play_vars(plan: SitePlan) -> dict[str, Any]:
+    return {**drivers_play_vars(plan), **serve_play_vars(plan)}

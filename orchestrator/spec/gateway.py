@@ -1,7 +1,7 @@
 """The gateway: vllm-router (the vLLM project's Rust router, PyPI `vllm-router`) in front of the replicas.
 
 Every field maps to a flag of the pinned router (`vllm-router --help` of 0.1.17; see
-orchestrator/render/gateway_vars.py for the argv). Defaults are the router's own, except where a
+orchestrator/render/vars/gateway.py for the argv). Defaults are the router's own, except where a
 slow-loading vLLM replica needs another: health checks every 10 s instead of 60 s (a dead replica leaves
 the rotation within failure_threshold x interval), 3 retries instead of 5 (a request is not sent to the
 whole fleet before it fails), worker start-up timeout 1800 s instead of 600 s and a 5 s check interval

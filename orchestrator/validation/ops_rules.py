@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from orchestrator.planning.image import DERIVED_BUILD_ARGS
 from orchestrator.planning.roles import hosts_with_role
+from orchestrator.planning.rollout import parse_batch_size
 from orchestrator.spec.drift_schedule import ScheduleError, parse_every
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
 
-_PERCENT = re.compile(r"^([1-9][0-9]?|100)%$")
 # The monitoring roles install from the Debian / Ubuntu archive with apt (prometheus-node-exporter,
 # prometheus, unzip for npu-exporter) and configure the packages' /etc/default files: only these OS qualify.
 MONITORING_DISTROS = ("ubuntu", "debian")
@@ -77,15 +76,14 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
 def _rollout(spec: SiteSpec) -> Iterator[Finding]:
     r = spec.rollout
     n = len(spec.serving.replicas)
-    if isinstance(r.batch_size, str):
-        if not _PERCENT.match(r.batch_size):
-            yield error(
-                ("rollout", "batch_size"),
-                f"batch_size '{r.batch_size}' is neither a number nor a percentage",
-                "write e.g. 2 or '25%'",
-                "rollout",
-            )
-    elif r.batch_size < 1:
+    if parse_batch_size(r.batch_size) is None and isinstance(r.batch_size, str):
+        yield error(
+            ("rollout", "batch_size"),
+            f"batch_size '{r.batch_size}' is neither a number nor a percentage",
+            "write e.g. 2 or '25%'",
+            "rollout",
+        )
+    elif parse_batch_size(r.batch_size) is None:
         yield error(("rollout", "batch_size"), "batch_size must be at least 1", "write e.g. 1", "rollout")
     if r.canary > n:
         yield error(

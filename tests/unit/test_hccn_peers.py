@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from orchestrator.planning.hccn_peers import HccnPeer, hccn_views
-from orchestrator.planning.model import SitePlan
+from orchestrator.planning.model import HccnPeer, SitePlan
 from tests.helpers import validate_data
 
 
@@ -17,11 +16,11 @@ def _plan(data: dict[str, Any]) -> SitePlan:
 
 
 def hccn_peers(plan: SitePlan, server: str) -> tuple[HccnPeer, ...]:
-    return hccn_views(plan)[server].peers
+    return plan.host(server).hccn_peers
 
 
 def rank_tables(plan: SitePlan, server: str) -> dict[str, Any]:
-    return hccn_views(plan)[server].rank_tables
+    return dict(plan.host(server).rank_tables)
 
 
 def test_a_two_server_replica_pings_every_nic_of_the_other_server(pair: dict[str, Any]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.render.inventory import inventory_files
-from orchestrator.render.monitoring_vars import JOBS, monitoring_vars
+from orchestrator.render.vars.monitoring import JOBS, monitoring_vars
 from tests.helpers import load_example, validate_data
 
 
@@ -20,7 +20,7 @@ def test_disabled_monitoring_scrapes_nothing() -> None:
     data = load_example("a2-fleet-gateway")
     data["monitoring"] = {"enabled": False}
     out = _vars(data)
-    assert out["monitoring_scrape_jobs"] == [] and out["monitoring_host"] is None
+    assert out["monitoring_scrape_jobs"] == [] and out["monitoring_prometheus_url"] is None
     assert out["monitoring_prometheus_url"] is None
 
 

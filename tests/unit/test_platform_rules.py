@@ -135,7 +135,7 @@ def test_sched_migration_cost_follows_the_kernel(pair: dict[str, Any]) -> None:
     pair["os"] = {"distro": "openeuler", "version": "22.03"}
     old = _tuning(pair)
     assert old["host_tuning_sysctls"]["kernel.sched_migration_cost_ns"] == 50000
-    assert old["host_tuning_debugfs"] == {} and old["host_tuning_kernel"] == "5.10"
+    assert old["host_tuning_debugfs"] == {}
     for os in ({"distro": "ubuntu", "version": "22.04"}, {"distro": "openeuler", "version": "24.03"}):
         pair["os"] = os
         new = _tuning(pair)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrator.planning.preflight import drivers_serial
+from orchestrator.planning.drivers import drivers_serial
 from orchestrator.render import render_texts
 from tests.helpers import ROOT, validate_data
 

@@ -17,7 +17,7 @@ import yaml
 
 from orchestrator.pipeline import validate_file
 from orchestrator.planning.phases import plan_phases
-from orchestrator.render.monitoring_vars import JOBS
+from orchestrator.render.vars.monitoring import JOBS
 from tests.helpers import EXAMPLES
 from tests.prometheus_config import RULES, site_vars, write_config
 from tests.promtool import run

@@ -11,8 +11,8 @@ from ansible.executor.playbook_executor import PlaybookExecutor
 from ansible.playbook.play import Play
 from ansible_collections.ascend.npu.plugins.filter import vllm_rollout as f
 
+from orchestrator.planning.rollout import parse_batch_size, serial
 from orchestrator.render.inventory import inventory_files
-from orchestrator.render.rollout_vars import batch_size, serial
 from orchestrator.runner.rollout import gate_lines, summary
 from orchestrator.spec.operations import Rollout
 from tests.helpers import EXAMPLES, load_example, run_cli, validate_data
@@ -40,8 +40,24 @@ def test_serial_from_canary_batch_and_min_available(
 
 
 def test_percentage_batch_size_floors_like_ansible() -> None:
-    assert batch_size(Rollout.model_validate({"batch_size": "25%"}), 10) == 2
-    assert batch_size(Rollout.model_validate({"batch_size": 3}), 10) == 3
+    def size(value: int | str, replicas: int) -> int | None:
+        parsed = parse_batch_size(value)
+        return parsed.of(replicas) if parsed else None
+
+    assert size("25%", 10) == 2
+    assert size(3, 10) == 3
+    assert size("10%", 3) == 1  # at least one replica
+    assert size("3", 10) is None and size(0, 10) is None and size("150%", 10) is None  # validation refuses
+
+
+def test_the_plan_holds_the_parsed_batch_and_play_vars_copy_it() -> None:
+    data = load_example("a2-fleet-gateway")
+    data["rollout"] = {**data.get("rollout", {}), "canary": 1, "batch_size": "50%", "min_available": 0}
+    res = validate_data(data)
+    assert res.plan is not None
+    n = len(res.plan.replicas)
+    assert res.plan.rollout.batch_size == max(1, n // 2)
+    assert res.plan.rollout.serial == (1, max(1, n // 2))
 
 
 def _ansible_batches(hosts: list[str], serial_value: Any) -> list[list[str]]:
@@ -57,12 +73,19 @@ def _ansible_batches(hosts: list[str], serial_value: Any) -> list[list[str]]:
     return [list(b) for b in executor._get_serialized_batches(play)]
 
 
-@pytest.mark.parametrize("serial_value", [[1, 1], [1, 2], [2], [1, "50%"], ["30%"], [1, 3, 1]])
+@pytest.mark.parametrize("serial_value", [[1, 1], [1, 2], [2], [1, 3], [3], [1, 3, 1]])
 def test_the_collection_splits_batches_as_ansible_does(serial_value: list[Any]) -> None:
     hosts = [f"srv-{i}" for i in range(7)]
     assert f.batches(hosts, serial_value) == _ansible_batches(hosts, serial_value)
     first = f.batches(hosts, serial_value)[0]
     assert f.batch(first[0], hosts, serial_value)[0] == 1
+
+
+@pytest.mark.parametrize("serial_value", [["50%"], [1, "30%"], [0], []])
+def test_the_collection_takes_planned_batch_sizes_only(serial_value: list[Any]) -> None:
+    """rollout.batch_size is parsed once, in planning: the filter refuses what the plan never renders."""
+    with pytest.raises(ValueError):
+        f.batches(["a", "b"], serial_value)
 
 
 def test_inventory_holds_servers_only_and_every_replica_its_worker_url() -> None:

@@ -167,7 +167,8 @@ def test_the_router_lists_every_replica_head_and_holds_no_key(sim: Sim, applied:
     assert info["HostConfig"]["NetworkMode"] == "host"
     assert info["HostConfig"]["RestartPolicy"]["Name"] == "unless-stopped"
     assert info["Config"]["Healthcheck"]["Test"][:2] == ["CMD", "python3"]
-    port = group_vars(sim)["gateway_prometheus_port"]
+    args = group_vars(sim)["gateway_router_args"]
+    port = args[args.index("--prometheus-port") + 1]
     addr = urllib.parse.urlparse(gateway_url(sim)).hostname
     with urllib.request.urlopen(f"http://{addr}:{port}/metrics", timeout=10) as resp:
         assert b"vllm_router_" in resp.read()

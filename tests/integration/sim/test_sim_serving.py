@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from orchestrator.validation import validate_file
 from tests.integration.sim.serving_helpers import (
     build_image,
     docker_run,
@@ -42,7 +43,9 @@ def test_rendered_instance_serves_from_the_fake_vllm_image(server: Sim, tmp_path
     build = group["vllm_image_builds"][0]
     host = host_vars(inv, SERVER)
     (instance,) = host["vllm_serve_instances"]
-    build_image(server, SERVER, build["base_image"], IMAGE, tmp_path, group["orchestrator_stack"]["vllm"])
+    plan = validate_file(inv / "site.yaml").plan  # the release's vLLM: the plan's stack
+    assert plan is not None
+    build_image(server, SERVER, build["base_image"], IMAGE, tmp_path, plan.stack.vllm)
     stage_model(server, SERVER)
     command = ["vllm", *instance["args"]]
 

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from ascend_sim import images
-from orchestrator.render.inventory import CONTAINER_RUNTIME_PACKAGES
+from orchestrator.catalog.container_engine import CONTAINER_RUNTIME_PACKAGES
 
 ROLES = Path(__file__).resolve().parents[3] / "roles"
 MODULES = ("ansible.builtin.apt", "ansible.builtin.package")
@@ -48,7 +48,7 @@ def named_packages() -> dict[str, set[str]]:
             for item in names:
                 var = VAR.match(str(item))
                 if var and var.group(1) == "container_runtime_packages":
-                    value: Any = CONTAINER_RUNTIME_PACKAGES["debian"]
+                    value: Any = list(CONTAINER_RUNTIME_PACKAGES["debian"])
                 elif var and var.group(1) in (defaults or {}):
                     value = defaults[var.group(1)]
                 elif "{{" in str(item):

@@ -20,6 +20,7 @@ from ruamel.yaml import YAML
 
 from ascend_sim.fake_vllm_image import SERVER_MODULES, prepare_build_context
 from fake_vllm import cli, procs
+from orchestrator.pipeline import validate_file
 
 from .conftest import Sandbox
 
@@ -37,10 +38,11 @@ def rendered_instances() -> list[tuple[str, str, list[str], dict[str, str]]]:
     out = []
     for path in sorted((ROOT / "inventories").glob("*/host_vars/*.yml")):
         data = YAML(typ="safe").load(path.read_text(encoding="utf-8")) or {}
-        group = YAML(typ="safe").load((path.parent.parent / "group_vars" / "all.yml").read_text("utf-8"))
+        plan = validate_file(path.parent.parent / "site.yaml").plan  # the release's vLLM: the plan's stack
+        assert plan is not None
         for inst in data.get("vllm_serve_instances") or []:
             name = f"{path.parent.parent.name}/{path.stem}/{inst['replica']}"
-            out.append((name, group["orchestrator_stack"]["vllm"], inst["args"], inst["env"]))
+            out.append((name, plan.stack.vllm, inst["args"], inst["env"]))
     return out
 
 

@@ -14,8 +14,8 @@
   params). ``rollback``: the target is the record's previous release instead of the spec's.
 - ``names | ascend.npu.rollout_missing_previous(records, wanted)``: replicas without a previous release.
 - ``host | ascend.npu.rollout_batch(play_hosts_all, serial)``: [n, N] of the batch holding ``host``.
-- ``hosts | ascend.npu.rollout_batches(serial)``: the batches Ansible's ``serial`` (list of numbers or
-  percentages) makes of ``hosts``.
+- ``hosts | ascend.npu.rollout_batches(serial)``: the batches Ansible's ``serial`` makes of ``hosts``, for
+  the rendered ``play_serve_serial`` (batch sizes the plan computed from rollout.batch_size).
 - ``replica | ascend.npu.rollout_rolls(hostvars)``: whether the replica (an entry of rollout_replicas)
   rolls: its head lists it in _vllm_serve_update and every member has its entries.
 - ``replicas | ascend.npu.rollout_heads(hostvars)``: the head servers of the replicas that roll, once each,
@@ -31,7 +31,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 
@@ -118,21 +117,19 @@ def missing_previous(replicas: list[str], recs: dict[str, Any], wanted: list[dic
     return sorted(set(out))
 
 
-def _sizes(serial: Any, total: int) -> list[int]:
+def _sizes(serial: Any) -> list[int]:
+    """The rendered batch sizes (play_serve_serial: whole numbers, planned from rollout.batch_size; nothing
+    to parse here)."""
     items = serial if isinstance(serial, list) else [serial]
-    out = []
-    for item in items or [total]:
-        text = str(item).strip()
-        if text.endswith("%"):
-            out.append(max(1, math.floor(total * float(text[:-1]) / 100)))
-        else:
-            out.append(max(1, int(text)) if int(text) > 0 else total)
-    return out
+    sizes = [int(item) for item in items]
+    if not sizes or any(size < 1 for size in sizes):
+        raise ValueError(f"serial must be a list of batch sizes >= 1 (play_serve_serial), got {serial!r}")
+    return sizes
 
 
 def batches(hosts: list[str], serial: Any) -> list[list[str]]:
     hosts = list(hosts)
-    sizes = _sizes(serial, len(hosts))
+    sizes = _sizes(serial)
     out: list[list[str]] = []
     i = 0
     while i < len(hosts):

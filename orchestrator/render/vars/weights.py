@@ -1,6 +1,6 @@
-"""Variables of role model_weights (group_vars/all.yml) beyond the model_weights_* the inventory always had
-(name, path, source, location, manifest_sha256, size_gib): where the manifest is read, repair, the copy's
-bandwidth cap, how many servers the controller seeds, and the port of the seeding servers' rsync daemon."""
+"""The weights phase's variables (role model_weights, group_vars/all.yml): the model, where its weights come
+from and go, where the manifest is read, repair, the copy's bandwidth cap, how many servers the controller
+seeds, and the port of the seeding servers' rsync daemon."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ def weights_vars(spec: SiteSpec) -> dict[str, Any]:
     src = spec.model.source
     bw = src.bwlimit_mib_s
     return {
+        "model_weights_path": spec.model.weights_path,
+        "model_weights_source": src.type,
+        "model_weights_location": src.location,
+        "model_weights_manifest_sha256": src.manifest_sha256,
         "model_weights_manifest_file": _manifest_file(spec),
         "model_weights_repair": src.repair,
         "model_weights_bwlimit_kib": round(bw * 1024) if bw else 0,

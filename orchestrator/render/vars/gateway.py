@@ -1,4 +1,4 @@
-"""Variables of role gateway (group_vars/all.yml): vllm-router on the gateway host.
+"""The gateway phase's variables (role gateway, group_vars/all.yml): vllm-router on the gateway host.
 
 Contract with the serve phase's rollout: `gateway_enabled`, `gateway_host` (inventory name or null) and
 `gateway_url` (http://<gateway address>:<port>, the router's client API and worker API: POST
@@ -18,14 +18,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from orchestrator.planning.model import SitePlan
-from orchestrator.planning.roles import role_host
+from orchestrator.render.vars.serve import worker_url
 from orchestrator.spec.gateway import ROUTER_WHEELS, Gateway
 from orchestrator.spec.site import SiteSpec
-
-
-def worker_url(endpoint: str) -> str:
-    """The router's worker URL of a replica: its head endpoint without the /v1 API prefix."""
-    return endpoint.removesuffix("/v1")
 
 
 def router_args(gw: Gateway, address: str) -> list[str]:
@@ -86,20 +81,17 @@ def _wheels(gw: Gateway) -> dict[str, dict[str, str]]:
 
 def gateway_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     gw = spec.gateway
-    host = role_host(spec, "gateway") if gw.enabled else None
-    address = next((str(s.address) for s in spec.servers if s.name == host), None)
+    host = plan.roles.gateway  # None when the gateway is disabled
+    address = plan.host(host).address if host else None
     url = f"http://{address}:{gw.port}" if address else None
     return {
         "gateway_enabled": gw.enabled,
         "gateway_host": host,
         "gateway_url": url,
-        "gateway_port": gw.port,
-        "gateway_policy": gw.policy,
-        "gateway_prometheus_port": gw.prometheus_port,
         "gateway_router_version": gw.router.version,
         "gateway_router_wheels": _wheels(gw),
         "gateway_router_base_image": gw.router.base_image,
         "gateway_router_args": router_args(gw, address) if address else [],
-        "gateway_worker_urls": [worker_url(r.endpoint) for r in plan.replicas],
+        "gateway_worker_urls": [worker_url(r) for r in plan.replicas],
         "gateway_worker_startup_timeout_s": gw.worker_startup_timeout_s,
     }

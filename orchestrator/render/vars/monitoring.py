@@ -1,4 +1,4 @@
-"""Variables of the monitoring phase (group_vars/all.yml): what Prometheus on the monitoring host scrapes.
+"""The monitoring phase's variables (group_vars/all.yml): what Prometheus on the monitoring host scrapes.
 
 `monitoring_scrape_jobs` is the whole target list, one entry per scrape job, which
 roles/prometheus/templates/prometheus.yml.j2 writes as it is (docs/monitoring.md):
@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.planning.model import SitePlan
-from orchestrator.planning.roles import hosts_with_role, monitored_hosts, role_host
+from orchestrator.render.vars.common import package
 from orchestrator.spec.site import SiteSpec
 
 JOB_NPU_EXPORTER = "npu-exporter"
@@ -57,9 +57,9 @@ def scrape_jobs(spec: SiteSpec, plan: SitePlan) -> list[dict[str, Any]]:
     """One entry per job name in JOBS, in that order; a job of this site with no target has an empty list."""
     mon = spec.monitoring
     address = {h.name: h.address for h in plan.hosts}
-    npu = hosts_with_role(spec, "npu")
-    prometheus_host = role_host(spec, "monitoring")
-    gateway = role_host(spec, "gateway") if spec.gateway.enabled else None
+    npu = plan.roles.npu
+    prometheus_host = plan.roles.monitoring
+    gateway = plan.roles.gateway
     return [
         _job(
             JOB_NPU_EXPORTER,
@@ -68,7 +68,7 @@ def scrape_jobs(spec: SiteSpec, plan: SitePlan) -> list[dict[str, Any]]:
         ),
         _job(
             JOB_NODE,
-            [_target(address[h], mon.node_exporter_port, h) for h in monitored_hosts(spec)],
+            [_target(address[h], mon.node_exporter_port, h) for h in plan.roles.monitored],
             honor_labels=True,
         ),
         _job(
@@ -90,11 +90,10 @@ def scrape_jobs(spec: SiteSpec, plan: SitePlan) -> list[dict[str, Any]]:
 
 def monitoring_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     mon = spec.monitoring
-    host = role_host(spec, "monitoring") if mon.enabled else None
-    address = next((h.address for h in plan.hosts if h.name == host), None)
+    host = plan.roles.monitoring  # None when monitoring is disabled
+    address = plan.host(host).address if host else None
     return {
         "monitoring_enabled": mon.enabled,
-        "monitoring_host": host,
         "monitoring_prometheus_url": f"http://{address}:{mon.prometheus_port}" if address else None,
         "monitoring_prometheus_port": mon.prometheus_port,
         "monitoring_node_exporter_port": mon.node_exporter_port,
@@ -104,4 +103,5 @@ def monitoring_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "monitoring_retention_days": mon.retention_days,
         "monitoring_grafana_enabled": mon.enabled and mon.grafana.enabled,
         "monitoring_scrape_jobs": scrape_jobs(spec, plan) if mon.enabled else [],
+        "monitoring_npu_exporter_package": package(mon.npu_exporter) if mon.npu_exporter else None,
     }
