@@ -56,7 +56,9 @@ def hccn_views(hosts: Sequence[HostPlan], replicas: Sequence[ReplicaPlan]) -> di
     peers: dict[str, dict[tuple[str, int], HccnPeer]] = {}
     tables: dict[str, dict[str, dict[str, Any]]] = {}
     for rep in replicas:
-        if len(rep.members) < 2 or not all(nics.get(m.server) for m in rep.members):
+        if len(rep.members) < 2 or not all(
+            d in nics.get(m.server, {}) for m in rep.members for d in m.devices
+        ):  # addresses the plan checks refuse (outside every subnet) are not planned: no table to write
             continue
         table = rank_table(rep, nics)
         for m in rep.members:

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from orchestrator.render import render_texts
-from orchestrator.validation import validate_file
+from orchestrator.pipeline import validate_file
 from tests.helpers import ROOT
 
 EXAMPLES = sorted(

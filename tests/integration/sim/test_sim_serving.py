@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from orchestrator.validation import validate_file
+from orchestrator.pipeline import validate_file
 from tests.integration.sim.serving_helpers import (
     build_image,
     docker_run,
