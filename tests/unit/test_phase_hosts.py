@@ -158,8 +158,8 @@ def test_the_phase_groups_keep_the_planned_order(site: str, tmp_path: Path) -> N
 def test_the_planned_hosts_are_where_the_roles_act(site: str, tmp_path: Path) -> None:
     """Planning's hosts agree with the rendered variables the roles decide by where they have work (the
     roles end or skip a host outside them): gateway_host (roles/gateway), vllm_image_build_host
-    (roles/vllm_image build.yml), the monitoring group (Prometheus), vllm_serve_instances (roles/vllm_serve) and
-    hccn_network_devices (roles/hccn_network)."""
+    (roles/vllm_image build.yml), the monitoring group (Prometheus), vllm_serve_instances (roles/vllm_serve)
+    and hccn_network_devices (roles/hccn_network)."""
     inventory = tmp_path / site
     phases, everyone = _render(site, inventory)
     by_name = {ph.name: ph for ph in phases}
@@ -172,7 +172,8 @@ def test_the_planned_hosts_are_where_the_roles_act(site: str, tmp_path: Path) ->
     gateway = one(all_vars["gateway_host"]) if all_vars["gateway_enabled"] else ()
     assert by_name["gateway"].hosts == gateway
     assert dict(by_name["image"].parts)["build"] == one(all_vars["vllm_image_build_host"])
-    prometheus = yaml.safe_load((inventory / "hosts.yml").read_text())["all"]["children"]["monitoring"]["hosts"]
+    groups = yaml.safe_load((inventory / "hosts.yml").read_text())["all"]["children"]
+    prometheus = groups["monitoring"]["hosts"]
     assert dict(by_name["monitoring"].parts)["prometheus"] == (
         tuple(prometheus or ()) if all_vars["monitoring_enabled"] else ()
     )

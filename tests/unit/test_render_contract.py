@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from orchestrator.render import render_texts
 from orchestrator.pipeline import validate_file
+from orchestrator.render import render_texts
 from tests.helpers import ROOT
 
 EXAMPLES = sorted(

@@ -62,7 +62,7 @@ def _bench() -> ModuleType:
 def _files(result: ValidationResult) -> dict[str, Any]:
     assert result.ok and result.spec is not None and result.plan is not None and result.document is not None
     files = inventory_files(result.spec, result.plan, result.document.sha256)
-    files["play_vars.yml"] = play_vars(result.spec, result.plan)
+    files["play_vars.yml"] = play_vars(result.plan)
     return files
 
 
