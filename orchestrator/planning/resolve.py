@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from orchestrator.catalog import ChipFacts, ModelArch, get_chip, get_model
 from orchestrator.spec.hardware import HardwareProfile
 from orchestrator.spec.model import Model
-from orchestrator.spec.serving import Parallelism, Replica, Serving
+from orchestrator.spec.parallelism import Parallelism
+from orchestrator.spec.serving import Replica, Serving
 
 
 @dataclass(frozen=True)

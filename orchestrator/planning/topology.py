@@ -19,7 +19,8 @@ from orchestrator.planning.resolve import (
 )
 from orchestrator.planning.speculative import mtp_draft
 from orchestrator.spec.hardware import Server
-from orchestrator.spec.serving import Parallelism, Replica
+from orchestrator.spec.parallelism import Parallelism
+from orchestrator.spec.serving import Replica
 from orchestrator.spec.site import SiteSpec
 
 

@@ -7,13 +7,8 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from orchestrator.spec.common import Name, SecretRef, SpecModel
-
-
-class Parallelism(SpecModel):
-    tp: int = Field(1, ge=1, le=1024, description="--tensor-parallel-size.")
-    pp: int = Field(1, ge=1, le=256, description="--pipeline-parallel-size.")
-    dp: int = Field(1, ge=1, le=65536, description="--data-parallel-size (engine ranks across the replica).")
-    ep: bool = Field(False, description="--enable-expert-parallel (MoE only); EP size = tp x dp.")
+from orchestrator.spec.disaggregation import Disaggregation
+from orchestrator.spec.parallelism import Parallelism
 
 
 class Hccl(SpecModel):
@@ -91,4 +86,11 @@ class Serving(SpecModel):
         False, description="Accept extra_args options the pinned vLLM release does not have (a custom build)."
     )
     env: dict[str, str] = Field(default_factory=dict, description="Extra container environment.")
-    replicas: list[Replica] = Field(min_length=1)
+    replicas: list[Replica] = Field(
+        default_factory=list,
+        description="Replicas serving whole requests (at least one unless serving.disaggregation is set).",
+    )
+    disaggregation: Disaggregation | None = Field(
+        None,
+        description="Prefill/decode disaggregation (Mooncake connector, PD gateway) instead of replicas.",
+    )

@@ -20,7 +20,7 @@ from orchestrator.catalog.vllm_argv import read_args
 from orchestrator.planning import hccl_ports
 from orchestrator.planning.resolve import effective_quantization, resolve_model
 from orchestrator.spec.findings import Finding, error, warning
-from orchestrator.spec.serving import Parallelism
+from orchestrator.spec.parallelism import Parallelism
 from orchestrator.spec.site import SiteSpec
 from orchestrator.validation.extra_args import pinned_vllm
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from orchestrator.catalog import ModelArch
 from orchestrator.planning.resolve import ResolvedProfile, effective_dtype, effective_parallelism
 from orchestrator.spec.findings import Finding, SpecPath, error
-from orchestrator.spec.serving import Parallelism, Replica
+from orchestrator.spec.parallelism import Parallelism
+from orchestrator.spec.serving import Replica
 from orchestrator.spec.site import SiteSpec
 from orchestrator.validation.plan_checks.layout_fix import suggest_layouts
 

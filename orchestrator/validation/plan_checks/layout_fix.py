@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 
 from orchestrator.spec.findings import Finding, SpecPath
-from orchestrator.spec.serving import Parallelism
+from orchestrator.spec.parallelism import Parallelism
 
 _SHARED: SpecPath = ("serving", "parallelism")
 _REPLICA = re.compile(r"replica '([^']+)' owns")
