@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from orchestrator.planning.pd_model import PdPlan
 
 ReplicaMode = Literal["single", "dp", "ray"]
 MemberRole = Literal["head", "headless", "ray-worker"]
@@ -260,6 +263,8 @@ class SitePlan:
     drivers: DriversPlan
     container_runtime_packages: tuple[str, ...]
     warnings: tuple[str, ...] = field(default=())
+    # serving.disaggregation: the prefill and decode pools (planning/pd_model.py); replicas is then empty
+    pd: PdPlan | None = None
 
     def host(self, name: str) -> HostPlan:
         return next(h for h in self.hosts if h.name == name)
