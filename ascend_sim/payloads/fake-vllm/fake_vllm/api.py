@@ -286,7 +286,7 @@ class Handler(BaseHTTPRequestHandler):
             return True
         gen.engine = s.metrics.pick_engine()
         try:
-            outcome = s.pd.before(gen.engine, gen.request_id, params, prompt_tokens)
+            outcome = s.pd.before(gen.engine, gen.request_id, gen.id, params, prompt_tokens)
         except KVLoadError:
             message = "Internal server error"  # GenerationError
             if not gen.stream:

@@ -149,9 +149,9 @@ class PD:
         return {rank: h.held_blocks() for rank, h in self.holders.items()}
 
     # --- requests ---------------------------------------------------------------------------------------
-    def before(self, engine: int, request_id: str, params: Any, prompt_tokens: int) -> str:
-        """Decode side, before the request is scheduled: "local", "pulled" or "stale"; KVLoadError when the
-        pull failed and the policy is "fail"."""
+    def before(self, engine: int, request_id: str, api_id: str, params: Any, prompt_tokens: int) -> str:
+        """Decode side, before the request is scheduled (``request_id``: the engine's, ``api_id``: the API
+        server's): "local", "pulled" or "stale"; KVLoadError when the pull failed and the policy is "fail"."""
         puller = self.pullers.get(engine)
         if puller is None or not isinstance(params, dict) or not self.kv.pulls:
             return "local"
@@ -173,7 +173,7 @@ class PD:
             f"{prompt_tokens} tokens affected). Request IDs: {{'{request_id}'}}",
             process=process,
         )
-        vlog.error(SERVING, f"Request {request_id} failed with an internal error during generation")
+        vlog.error(SERVING, f"Request {api_id} failed with an internal error during generation")
         raise KVLoadError(request_id)
 
     def finished(
