@@ -1,6 +1,6 @@
-"""PD disaggregation test helpers: fake vLLM servers on their own 127.0.0.x address, HTTP to them, and a tiny
-two-stage proxy that builds the prefill request with vllm-ascend's own ``build_prefill_request`` (taken from the
-saved examples/disaggregated_prefill_v1/load_balance_proxy_server_example.py@v0.23.0)."""
+"""PD disaggregation test helpers: fake vLLM servers on their own 127.0.0.x address, HTTP to them, and a
+tiny two-stage proxy that builds the prefill request with vllm-ascend's own ``build_prefill_request`` (from
+the saved examples/disaggregated_prefill_v1/load_balance_proxy_server_example.py@v0.23.0)."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def two_stage(
     prefill: HostProc, decode: HostProc, path: str, request: dict[str, Any]
 ) -> tuple[Response, Response]:
     """The proxy's round trip: the prefill request, then the original request with the prefill's
-    kv_transfer_params to the decode (load_balance_proxy_server_example.py's order; X-Request-Id as it sends)."""
+    kv_transfer_params to the decode (load_balance_proxy_server_example.py's order; it sends X-Request-Id)."""
     headers = {"X-Request-Id": f"proxy-{time.monotonic_ns()}"}
     first = call(prefill, path, build_prefill_request(request), headers)
     assert first.status == 200, first.body

@@ -1,6 +1,7 @@
-"""PD disaggregation with the Mooncake connector: a prefill on 127.0.0.2 (external DP rank 1 of 2) and a decode
-on 127.0.0.3, driven by a two-stage proxy built from vllm-ascend's own ``build_prefill_request``. Expected texts
-come from the saved upstream connector (tests/data/upstream/vllm-ascend/v0.23.0/.../mooncake_connector.py)."""
+"""PD disaggregation with the Mooncake connector: a prefill on 127.0.0.2 (external DP rank 1 of 2) and a
+decode on 127.0.0.3, driven by a two-stage proxy built from vllm-ascend's own ``build_prefill_request``.
+Expected texts come from the saved upstream connector
+(tests/data/upstream/vllm-ascend/v0.23.0/vllm_ascend/distributed/kv_transfer/kv_p2p/mooncake_connector.py)."""
 
 from __future__ import annotations
 
