@@ -234,3 +234,36 @@ def test_startup_checks_of_the_connector(sandbox: Sandbox, checkpoints: dict[str
     text = (source / "vllm_ascend/distributed/kv_transfer/kv_p2p/mooncake_connector.py").read_text()
     assert '        assert "dp_size" in decode_parallel_config\n' in text  # a bare assert: no message
     assert _serve_kv(sandbox, checkpoints["a"], config) == "AssertionError"
+
+
+def test_recompute_policy_serves_a_failed_pull_locally(
+    sandbox: Sandbox, checkpoints: dict[str, Path]
+) -> None:
+    config = kv_config("kv_consumer", 36000, kv_load_failure_policy="recompute")
+    args = ["serve", str(checkpoints["a"]), "--served-model-name", MODEL, "--kv-transfer-config", config]
+    decode = start(sandbox, D_HOST, args, FAKE_VLLM_KV_SOCKET_TIMEOUT_S="0.1")
+    wait_healthy(decode)
+    params = {
+        "do_remote_prefill": True,
+        "remote_block_ids": [[1]],
+        "remote_engine_id": "gone",
+        "remote_request_id": "cmpl-gone-0",
+        "remote_host": "127.0.0.4",
+        "remote_port": free_port(),
+    }
+    request = {"model": MODEL, "prompt": "compute it here then", "max_tokens": 6}
+    plain = call(decode, "/v1/completions", request)
+    recovered = call(decode, "/v1/completions", {**request, "kv_transfer_params": params})
+    assert recovered.status == 200 and recovered.json()["choices"] == plain.json()["choices"]
+    assert "Recovered from KV load failure: 1 request(s) rescheduled (4 tokens affected)." in decode.stdout()
+    assert decode.terminate() == 0
+
+
+def test_external_dp_rank_out_of_range(sandbox: Sandbox, checkpoints: dict[str, Path]) -> None:
+    args = ["serve", str(checkpoints["a"]), "--data-parallel-size", "2", "--data-parallel-rank", "2"]
+    proc = sandbox.run(args)
+    assert proc.popen.returncode == 1
+    assert (
+        proc.stderr().strip().splitlines()[-1]
+        == "ValueError: data_parallel_rank (2) must be in the range [0, 2)"
+    )
