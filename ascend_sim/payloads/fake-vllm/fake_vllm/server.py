@@ -13,8 +13,10 @@ Standard library only (copied into the fake vLLM image as package ``fake_vllm``;
    ``--distributed-executor-backend ray`` it first joins the fake Ray cluster (``ray`` command, ``raycli``)
    and waits for a placement group of tp x pp NPUs across its nodes (``rayexec``); the nodes list the
    worker processes, and a worker node lost while serving ends the server (EngineDeadError);
-5. head: binds the API port only now (as uvicorn starts after the engine) and serves (``api``); /health is
-   503 until every remote DP rank has joined. Headless: joins the head, serves no HTTP, exits 1 when the head
+5. head: with ``--kv-transfer-config`` starts the PD connector (``pd``: a prefill binds its KV handshake
+   ports), binds the API port only now (as uvicorn starts after the engine) and serves (``api``); /health is
+   503 until every remote DP rank has joined. ``--data-parallel-rank`` (external DP): one rank, no RPC head.
+   Headless: joins the head, serves no HTTP, exits 1 when the head
    is gone for good;
 6. SIGTERM / SIGINT: clean shutdown, exit 0; fault ``crash_after_s``: exit 1.
 
