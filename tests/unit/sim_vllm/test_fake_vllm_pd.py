@@ -34,6 +34,7 @@ from .pd_helpers import (
 )
 
 P_HOST, D_HOST, MODEL = "127.0.0.2", "127.0.0.3", "dsv3"
+ABORT_S = 2  # short, yet long enough that a busy machine's proxy round trip does not outlive the held KV
 GENERATION_ERROR = {
     "error": {"message": "Internal server error", "type": "InternalServerError", "param": None, "code": 500}
 }  # vllm/entrypoints/openai/engine/serving.py@v0.23.0 GenerationError
@@ -73,7 +74,7 @@ def pair(module_sandbox: Sandbox, checkpoints: dict[str, Path]) -> Iterator[Pair
         module_sandbox,
         P_HOST,
         [*common, *dp, "--kv-transfer-config", kv_config("kv_producer", kv_port)],
-        VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT="1",
+        VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT=str(ABORT_S),
         **debug,
     )
     decode = start(
@@ -196,7 +197,7 @@ def test_abort_timeout_frees_unpulled_kv_and_a_late_pull_reads_stale_blocks(pair
     params = first.json()["kv_transfer_params"]
     rid = params["remote_request_id"]
     assert pair.held() >= 1
-    wait_for(pair.prefill, log_format("Force freed expired request") % (rid, 1), timeout=5)
+    wait_for(pair.prefill, log_format("Force freed expired request") % (rid, ABORT_S), timeout=ABORT_S + 10)
     assert pair.held() == 0
     late = call(pair.decode, "/v1/completions", {**request, "kv_transfer_params": params})
     plain = call(pair.decode, "/v1/completions", request)
@@ -212,7 +213,11 @@ def test_kv_never_freed_keeps_the_blocks_past_the_timeout(pair: Pair) -> None:
         rid = call(pair.prefill, "/v1/completions", build_prefill_request(request)).json()[
             "kv_transfer_params"
         ]["remote_request_id"]
-        wait_for(pair.prefill, f"fault kv_never_freed: not freeing the blocks of request {rid}", timeout=5)
+        wait_for(
+            pair.prefill,
+            f"fault kv_never_freed: not freeing the blocks of request {rid}",
+            timeout=ABORT_S + 10,
+        )
         assert pair.held() == held + 1
         assert f"Force freed expired request: {rid}." not in pair.prefill.stdout()
     finally:
