@@ -10,7 +10,9 @@ tools), /var/lib/ascend-sim/vllm-faults.json (read by the fake vLLM server), /va
 - driver-fails: the next driver .run install fails (faults.json driver_fails).
 - no-cpufreq: the server's CPUs have no cpufreq driver (hardware.json "cpufreq": false; the emulated kernel
   shows no scaling_governor anywhere), as with P-states the firmware keeps, CPPC off, or a VM.
-- vllm: never_healthy / crash_after_s / slow_ms / wrong_answers, server-wide or for one API port.
+- vllm: never_healthy / crash_after_s / slow_ms / wrong_answers (and the PD faults kv_transfer_failure /
+  kv_never_freed / wrong_engine_id of payloads/fake-vllm/fake_vllm/faults.py), server-wide or for one API
+  port.
 - disk-full: faults.json disk_full, and /data (a tmpfs of the server) is shrunk to what it holds + 8 MiB with
   a filler leaving 128 KiB, so df, Ansible facts and writes all see a nearly full disk.
 """

@@ -20,9 +20,10 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from .cli import ServeConfig
-from .engine import Generator, Token, count_tokens, params_key
+from .engine import Generator, Token, count_tokens, params_key, token_id
 from .faults import FaultSource
 from .metrics import Metrics
+from .pd import PD, KVLoadError
 from .stream import Generation, dump_json
 
 
@@ -43,6 +44,7 @@ class Service:
     ready: Callable[[], bool]
     token_s: float = 0.002
     access_log: bool = True
+    pd: PD | None = None
 
     def __post_init__(self) -> None:
         self.created = int(time.time())
@@ -267,7 +269,38 @@ class Handler(BaseHTTPRequestHandler):
             stream=bool(body.get("stream")),
             include_usage=bool((body.get("stream_options") or {}).get("include_usage")),
         )
+        base = self.headers.get("x-request-id") or uuid.uuid4().hex  # vLLM's _base_request_id
+        gen.id = ("chatcmpl-" if chat else "cmpl-") + base
+        gen.request_id = gen.id + ("" if chat else "-0") + "-" + uuid.uuid4().hex[:8]  # assign_request_id
+        if s.pd is not None and not self._pd_prepare(gen, body.get("kv_transfer_params"), prompts[0][1]):
+            return
         gen.run(jobs)
+
+    def _pd_prepare(self, gen: Generation, params: Any, prompt_tokens: int) -> bool:
+        """PD (pd.py): keep the request's kv_transfer_params; a decode pulls the prompt KV first. False when
+        the pull failed and the answer (an error) is sent."""
+        s = self.service
+        assert s.pd is not None
+        gen.kv_params = params
+        if not isinstance(params, dict) or not params.get("do_remote_prefill"):
+            return True
+        gen.engine = s.metrics.pick_engine()
+        try:
+            outcome = s.pd.before(gen.engine, gen.request_id, gen.id, params, prompt_tokens)
+        except KVLoadError:
+            message = "Internal server error"  # GenerationError
+            if not gen.stream:
+                raise ApiError(500, message, "InternalServerError") from None
+            err: dict[str, Any] = {
+                "message": message,
+                "type": "InternalServerError",
+                "param": None,
+                "code": 500,
+            }
+            gen.fail_stream({"error": err})
+            return False
+        gen.external, gen.stale = outcome in ("pulled", "stale"), outcome == "stale"
+        return True
 
     def run_one(
         self,
@@ -279,21 +312,21 @@ class Handler(BaseHTTPRequestHandler):
     ) -> None:
         """Generate one choice with vLLM-like timing and metrics; calls ``on_token`` per token."""
         s = self.service
-        engine = s.metrics.pick_engine()
+        engine = gen.engine if gen.engine is not None else s.metrics.pick_engine()
         start = time.monotonic()
         s.metrics.waiting(engine, +1)
         s.slots.acquire()
         s.metrics.waiting(engine, -1)
-        s.metrics.started(engine, prompt, prompt_tokens)
+        s.metrics.started(engine, prompt, prompt_tokens, external=gen.external)
         faults = s.faults.current
-        produced, reason, ttft = 0, "abort", None
+        produced, reason, ttft, last = 0, "abort", None, 0
         try:
             time.sleep(0.005 + prompt_tokens * 2e-5 + faults.slow_ms / 1000)
             for tok, finish, stop_reason in s.generator.generate(
                 prompt,
                 gen.params,
                 gen.max_tokens,
-                wrong=faults.wrong_answers,
+                wrong=faults.wrong_answers or gen.stale,
                 shift=faults.logprob_shift,
                 choice=choice,
                 stop=gen.stop,
@@ -302,7 +335,7 @@ class Handler(BaseHTTPRequestHandler):
                     ttft = time.monotonic() - start
                 elif s.token_s:
                     time.sleep(s.token_s)
-                produced += 1
+                produced, last = produced + 1, token_id(tok.text)
                 s.metrics.token(engine)
                 on_token(tok, finish, stop_reason)
                 if finish:
@@ -310,6 +343,8 @@ class Handler(BaseHTTPRequestHandler):
         finally:
             s.slots.release()
             s.metrics.finished(engine, prompt_tokens + produced, reason, ttft, time.monotonic() - start)
+        if s.pd is not None and choice == 0 and gen.kv_result is None:  # request_finished (a prefill)
+            gen.kv_result = s.pd.finished(engine, gen.request_id, gen.kv_params, reason, prompt_tokens, last)
 
 
 def make_handler(service: Service) -> type[Handler]:

@@ -70,6 +70,7 @@ class ServeConfig:
     dp: int
     dp_local: int | None
     dp_start_rank: int | None
+    dp_rank: int | None  # --data-parallel-rank: external DP, one API server per rank (local size 1)
     dp_address: str
     dp_rpc_port: int
     headless: bool
@@ -90,16 +91,24 @@ class ServeConfig:
 
     @property
     def local_dp(self) -> int:
-        """Data-parallel ranks this process runs (--data-parallel-size-local, else the whole DP size)."""
+        """Data-parallel ranks this process runs (1 with --data-parallel-rank; --data-parallel-size-local,
+        else the whole DP size)."""
+        if self.dp_rank is not None:
+            return 1
         return self.dp_local if self.dp_local is not None else self.dp
 
     @property
     def start_rank(self) -> int:
-        return self.dp_start_rank or 0
+        return self.dp_rank if self.dp_rank is not None else self.dp_start_rank or 0
+
+    @property
+    def external_dp(self) -> bool:
+        """vLLM's external load balancing: ``data_parallel_rank`` given (vllm/engine/arg_utils.py@v0.23.0)."""
+        return self.dp_rank is not None
 
     @property
     def multi_node(self) -> bool:
-        return self.dp > self.local_dp
+        return self.dp > self.local_dp and not self.external_dp
 
 
 def _pick(ns: argparse.Namespace, name: str, default: Any) -> Any:
@@ -121,6 +130,7 @@ def to_config(ns: argparse.Namespace, env: dict[str, str]) -> ServeConfig:
         dp=_pick(ns, "data_parallel_size", 1),
         dp_local=getattr(ns, "data_parallel_size_local", None),
         dp_start_rank=getattr(ns, "data_parallel_start_rank", None),
+        dp_rank=getattr(ns, "data_parallel_rank", None),
         dp_address=_pick(ns, "data_parallel_address", "127.0.0.1"),
         dp_rpc_port=_pick(ns, "data_parallel_rpc_port", 29550),
         headless=bool(getattr(ns, "headless", False)),

@@ -275,3 +275,21 @@ class Headless:
                 if msg.get("type") in ("welcome", "reject"):
                     return msg
         return None
+
+
+NON_MOE_EXTERNAL_DP = (
+    "Non-MoE models do not support external data parallel mode. For external load balancing, launch "
+    "independent vLLM instances without --data-parallel-* arguments."
+)  # vllm/engine/arg_utils.py@v0.23.0 (create_engine_config)
+
+
+def external_lb_problem(dp_size: int, dp_rank: int | None, dp_local: int | None) -> tuple[str, str] | None:
+    """vLLM's checks of ``--data-parallel-rank`` (external DP: one API server per rank), as (type, message):
+    vllm/engine/arg_utils.py and vllm/config/parallel.py@v0.23.0."""
+    if dp_rank is None:
+        return None
+    if dp_local not in (1, None):
+        return "AssertionError", "data_parallel_size_local must be 1 or None when data_parallel_rank is set"
+    if not 0 <= dp_rank < dp_size:
+        return "ValueError", f"data_parallel_rank ({dp_rank}) must be in the range [0, {dp_size})"
+    return None

@@ -106,3 +106,11 @@ class Generator:
             last = i == limit - 1
             reason = ("stop" if natural <= max_tokens else "length") if last else None
             yield tok, reason, None
+
+
+_IDS = {word: i for i, word in enumerate(VOCAB)}
+
+
+def token_id(text: str) -> int:
+    """The fake tokenizer's id of a generated token (its word's line in vocab.txt)."""
+    return _IDS.get(text.strip(), 0)

@@ -15,13 +15,19 @@ directory is bind-mounted into the container, else ``/usr/local/dcmi/ascend-sim-
                                   #   more negative): a numerics regression only logprobs show
       "error_line": null,         # print this log line (a verbatim CANN/HCCL error of a public report,
                                   #   tests/data/doctor/verbatim-lines.yaml) to stderr and exit 1
+      "kv_transfer_failure": false,   # PD (pd.py): KV pulls from or by this instance fail (Mooncake ret -1)
+      "kv_never_freed": false,    # PD prefill: held KV blocks are never freed (neither when the decode is
+                                  #   done pulling nor after VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT): a leak
+      "wrong_engine_id": false,   # PD prefill: its handshake metadata reports the puller's own engine id,
+                                  #   so the decode's "Conflict engine id" assertion fails
       "ports": {"8000": {"slow_ms": 500}}   # overrides for the server whose API port is 8000
     }
 
 Environment (baseline, the file's keys win): ``FAKE_VLLM_NEVER_HEALTHY=1``, ``FAKE_VLLM_CRASH_AFTER_S=N``,
-``FAKE_VLLM_SLOW_MS=N``, ``FAKE_VLLM_WRONG_ANSWERS=1``, ``FAKE_VLLM_LOGPROB_SHIFT=X``. A release that sets
-them in its container env (the spec's serving.env) carries the fault, so rolling back to the previous
-release heals.
+``FAKE_VLLM_SLOW_MS=N``, ``FAKE_VLLM_WRONG_ANSWERS=1``, ``FAKE_VLLM_LOGPROB_SHIFT=X``,
+``FAKE_VLLM_KV_TRANSFER_FAILURE=1``, ``FAKE_VLLM_KV_NEVER_FREED=1``, ``FAKE_VLLM_WRONG_ENGINE_ID=1``.
+A release that sets them in its container env (the spec's serving.env) carries the fault, so rolling back
+to the previous release heals.
 """
 
 from __future__ import annotations
@@ -33,7 +39,22 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-KEYS = ("never_healthy", "crash_after_s", "slow_ms", "wrong_answers", "logprob_shift", "error_line")
+KEYS = (
+    "never_healthy",
+    "crash_after_s",
+    "slow_ms",
+    "wrong_answers",
+    "logprob_shift",
+    "error_line",
+    "kv_transfer_failure",
+    "kv_never_freed",
+    "wrong_engine_id",
+)
+_FLAGS = {  # boolean faults: file key -> environment variable
+    "kv_transfer_failure": "FAKE_VLLM_KV_TRANSFER_FAILURE",
+    "kv_never_freed": "FAKE_VLLM_KV_NEVER_FREED",
+    "wrong_engine_id": "FAKE_VLLM_WRONG_ENGINE_ID",
+}
 
 
 @dataclass(frozen=True)
@@ -44,6 +65,9 @@ class Faults:
     wrong_answers: bool = False
     logprob_shift: float = 0.0
     error_line: str | None = None
+    kv_transfer_failure: bool = False
+    kv_never_freed: bool = False
+    wrong_engine_id: bool = False
 
 
 def _truthy(value: str | None) -> bool:
@@ -60,6 +84,9 @@ def from_env(env: dict[str, str]) -> Faults:
         slow_ms=max(int(float(slow)), 0) if slow else 0,
         wrong_answers=_truthy(env.get("FAKE_VLLM_WRONG_ANSWERS")),
         logprob_shift=float(shift) if shift else 0.0,
+        kv_transfer_failure=_truthy(env.get(_FLAGS["kv_transfer_failure"])),
+        kv_never_freed=_truthy(env.get(_FLAGS["kv_never_freed"])),
+        wrong_engine_id=_truthy(env.get(_FLAGS["wrong_engine_id"])),
     )
 
 
@@ -81,6 +108,12 @@ def _apply(base: Faults, data: dict[str, Any]) -> Faults:
     if "error_line" in data:
         value = data["error_line"]
         out = replace(out, error_line=str(value) if isinstance(value, str) and value else None)
+    if "kv_transfer_failure" in data:
+        out = replace(out, kv_transfer_failure=bool(data["kv_transfer_failure"]))
+    if "kv_never_freed" in data:
+        out = replace(out, kv_never_freed=bool(data["kv_never_freed"]))
+    if "wrong_engine_id" in data:
+        out = replace(out, wrong_engine_id=bool(data["wrong_engine_id"]))
     return out
 
 

@@ -2,6 +2,9 @@
 
 One series per DP engine (label ``engine="<rank>"``) and ``model_name`` = the first served model name;
 labels are printed in sorted order, values as Python floats, like prometheus_client.
+``vllm:prompt_tokens_by_source_total`` (sources local_compute / local_cache_hit / external_kv_transfer) and
+``vllm:prompt_tokens_cached_total`` are vLLM's (vllm/v1/metrics/loggers.py@v0.23.0, ``PromptTokenStats`` in
+vllm/v1/metrics/stats.py); ``ascend_sim_kv_held_blocks`` is the simulator's own (PD prefill, pd.py).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ E2E_BUCKETS = (
     7680.0,
 )
 FINISHED_REASONS = ("stop", "length", "abort", "error")
+SOURCES = ("local_compute", "local_cache_hit", "external_kv_transfer")  # PromptTokenStats.ALL_SOURCES
 
 _GAUGES = (
     ("vllm:num_requests_running", "Number of requests in model execution batches.", "running"),
@@ -103,6 +107,8 @@ class _Engine:
     pc_hits: int = 0
     prompt_tokens: int = 0
     generation_tokens: int = 0
+    by_source: dict[str, int] = field(default_factory=lambda: dict.fromkeys(SOURCES, 0))
+    held_blocks: int = 0
     success: dict[str, int] = field(default_factory=lambda: dict.fromkeys(FINISHED_REASONS, 0))
     ttft: _Histogram = field(default_factory=lambda: _Histogram(TTFT_BUCKETS))
     e2e: _Histogram = field(default_factory=lambda: _Histogram(E2E_BUCKETS))
@@ -123,6 +129,7 @@ class Metrics:
         self._lock = threading.Lock()
         self._next = 0
         self._seen_prompts: set[str] = set()
+        self.show_held = False  # render ascend_sim_kv_held_blocks (a PD prefill instance)
 
     def pick_engine(self) -> int:
         with self._lock:
@@ -134,16 +141,27 @@ class Metrics:
         with self._lock:
             self.engines[engine].waiting += delta
 
-    def started(self, engine: int, prompt: str, prompt_tokens: int) -> None:
+    def started(self, engine: int, prompt: str, prompt_tokens: int, external: bool = False) -> None:
+        """A request starts; ``external``: its prompt KV came from a KV transfer (PD decode)."""
         with self._lock:
             e = self.engines[engine]
             e.running += 1
             e.kv_tokens += prompt_tokens
             e.pc_queries += prompt_tokens
-            if prompt in self._seen_prompts:
+            hit = prompt in self._seen_prompts and not external
+            if hit:
                 e.pc_hits += prompt_tokens
             self._seen_prompts.add(prompt)
             e.prompt_tokens += prompt_tokens
+            source = "external_kv_transfer" if external else "local_cache_hit" if hit else "local_compute"
+            e.by_source[source] += prompt_tokens
+
+    def hold(self, engine: int, blocks: int, block_size: int) -> None:
+        """PD prefill: ``blocks`` more (or fewer) blocks kept for decodes; they occupy the KV cache."""
+        with self._lock:
+            e = self.engines[engine]
+            e.held_blocks += blocks
+            e.kv_tokens += blocks * block_size
 
     def token(self, engine: int) -> None:
         with self._lock:
@@ -187,6 +205,28 @@ class Metrics:
                 out.append(
                     f"{name}_total{_labels(engine=str(rank), model_name=model)} {float(getattr(e, attr))!r}"
                 )
+        name = "vllm:prompt_tokens_by_source"
+        out += [f"# HELP {name}_total Number of prompt tokens by source.", f"# TYPE {name}_total counter"]
+        for rank, e in self.engines.items():
+            for source, count in e.by_source.items():
+                labels = _labels(engine=str(rank), model_name=model, source=source)
+                out.append(f"{name}_total{labels} {float(count)!r}")
+        name = "vllm:prompt_tokens_cached"
+        out += [
+            f"# HELP {name}_total Number of cached prompt tokens (local + external).",
+            f"# TYPE {name}_total counter",
+        ]
+        for rank, e in self.engines.items():
+            cached = e.by_source["local_cache_hit"] + e.by_source["external_kv_transfer"]
+            out.append(f"{name}_total{_labels(engine=str(rank), model_name=model)} {float(cached)!r}")
+        if self.show_held:
+            name = "ascend_sim_kv_held_blocks"
+            out += [
+                f"# HELP {name} Simulator: KV blocks a PD prefill engine keeps until the decode pulled them.",
+                f"# TYPE {name} gauge",
+            ]
+            for rank, e in self.engines.items():
+                out.append(f"{name}{_labels(engine=str(rank), model_name=model)} {float(e.held_blocks)!r}")
         name = "vllm:request_success_total"
         out += [f"# HELP {name} Count of successfully processed requests.", f"# TYPE {name} counter"]
         for rank, e in self.engines.items():

@@ -16,10 +16,14 @@ import hashlib
 import json
 import math
 import struct
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from . import vlog
 
 INDEX = "model.safetensors.index.json"
 QUANT_DESCRIPTION = "quant_model_description.json"
@@ -203,3 +207,54 @@ def content_hash(layout: ModelLayout, progress: Callable[[int, int], None] | Non
         if progress is not None:
             progress(i, len(layout.shards))
     return hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()
+
+
+def load_paced(layout: ModelLayout, name: str, env: dict[str, str], stop: threading.Event) -> str | None:
+    """Hash the shards at the simulated loading pace; None when stopped meanwhile."""
+    rate = max(_env_float(env, "FAKE_VLLM_LOAD_MB_S", 2000.0), 1e-3) * (1 << 20)
+    init = max(_env_float(env, "FAKE_VLLM_INIT_S", 2.0), 0.0)
+    start = time.monotonic()
+    vlog.info("model_runner.py:2131", f"Starting to load model {name}...")
+    if stop.wait(init):
+        return None
+    total = len(layout.shards)
+    bar = "Loading safetensors checkpoint shards:"
+    print(f"{bar}   0% Completed | 0/{total} [00:00<?, ?it/s]", flush=True)
+    done_bytes = [0]
+
+    def paced(done: int, count: int) -> None:
+        if stop.is_set():
+            raise InterruptedError
+        done_bytes[0] += layout.shards[done - 1].file_bytes
+        stop.wait(max(start + init + done_bytes[0] / rate - time.monotonic(), 0.0))
+        elapsed = time.monotonic() - start - init
+        print(
+            f"{bar} {100 * done // count:3d}% Completed | {done}/{count} [{int(elapsed) // 60:02d}:"
+            f"{int(elapsed) % 60:02d}<00:00, {elapsed / done:.2f}s/it]",
+            flush=True,
+        )
+
+    try:
+        digest = content_hash(layout, paced)
+    except InterruptedError:
+        return None
+    if stop.is_set():
+        return None
+    took = time.monotonic() - start - init
+    vlog.info("default_loader.py:267", f"Loading weights took {took:.2f} seconds")
+    vlog.info("model_runner.py:2163", f"Loading model weights took {layout.tensor_bytes / (1 << 30):.4f} GB")
+    vlog.info("fake_vllm", f"weights content sha256 {digest}")
+    return digest
+
+
+def _env_float(env: dict[str, str], name: str, default: float) -> float:
+    try:
+        return float(env.get(name) or default)
+    except ValueError:
+        return default
+
+
+def is_moe(config: dict[str, Any]) -> bool:
+    """Whether config.json describes a mixture-of-experts model (routed experts > 0)."""
+    keys = ("n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts")
+    return any(isinstance(config.get(k), int) and config[k] > 0 for k in keys)

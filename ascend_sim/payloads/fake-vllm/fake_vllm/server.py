@@ -13,8 +13,10 @@ Standard library only (copied into the fake vLLM image as package ``fake_vllm``;
    ``--distributed-executor-backend ray`` it first joins the fake Ray cluster (``ray`` command, ``raycli``)
    and waits for a placement group of tp x pp NPUs across its nodes (``rayexec``); the nodes list the
    worker processes, and a worker node lost while serving ends the server (EngineDeadError);
-5. head: binds the API port only now (as uvicorn starts after the engine) and serves (``api``); /health is
-   503 until every remote DP rank has joined. Headless: joins the head, serves no HTTP, exits 1 when the head
+5. head: with ``--kv-transfer-config`` starts the PD connector (``pd``: a prefill binds its KV handshake
+   ports), binds the API port only now (as uvicorn starts after the engine) and serves (``api``); /health is
+   503 until every remote DP rank has joined. ``--data-parallel-rank`` (external DP): one rank, no RPC head.
+   Headless: joins the head, serves no HTTP, exits 1 when the head
    is gone for good;
 6. SIGTERM / SIGINT: clean shutdown, exit 0; fault ``crash_after_s``: exit 1.
 
@@ -40,6 +42,8 @@ Environment:
   FAKE_VLLM_RAY_PG_TIMEOUT_S      placement group wait with the Ray backend (default 1800); RAY_ADDRESS,
                                   RAY_TMPDIR, VLLM_HOST_IP as Ray and vLLM read them (rayexec.py)
   FAKE_VLLM_VERSION               version reported by --version and /version (default: the flag table's)
+  VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT, VLLM_HOST_IP, FAKE_VLLM_KV_SOCKET_TIMEOUT_S, VLLM_LOGGING_LEVEL
+                                  PD disaggregation (--kv-transfer-config): see pd.py
 """
 
 from __future__ import annotations
@@ -55,14 +59,13 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 
-from . import cli, devices, dp, model, procs, rayexec, vlog
+from . import cli, devices, dp, kvconfig, model, pd, procs, rayexec, vlog
 from .api import Service, make_handler
 from .engine import Generator
 from .faults import FaultSource
 from .metrics import Metrics
 from .raynode import RayError
 
-GIB = 1 << 30
 ROUTES = ("/health", "/ping", "/version", "/metrics", "/v1/models", "/v1/completions", "/v1/chat/completions")
 
 
@@ -92,6 +95,8 @@ class Server:
             None if cfg.headless else cfg.port,
         )
         self.head: dp.Head | None = None
+        self.kv: kvconfig.KVConfig | None = None
+        self.pd: pd.PD | None = None
         self.httpd: _HTTPServer | None = None
         self.ray: rayexec.Session | None = None
         self.ray_backend = cfg.raw.get("distributed_executor_backend") == "ray"
@@ -113,7 +118,13 @@ class Server:
                 "data_parallel_size_local must be > 0 in headless mode "
                 "(the simulator runs --headless only as data-parallel ranks of a head)",
             )
+        problem = dp.external_lb_problem(cfg.dp, cfg.dp_rank, cfg.dp_local)
+        if problem:
+            raise model.ModelError(*problem)
+        self.kv = kvconfig.parse(cfg.raw.get("kv_transfer_config"))  # KVTransferConfig; connector checks
         layout = model.inspect_model(cfg.model, cfg.quantization)
+        if cfg.external_dp and cfg.dp > 1 and not model.is_moe(layout.config):
+            raise model.ModelError("ValueError", dp.NON_MOE_EXTERNAL_DP)
         heads = layout.config.get("num_attention_heads")
         if isinstance(heads, int) and heads % cfg.tp:
             raise model.ModelError(
@@ -144,44 +155,6 @@ class Server:
             devices.check_driver(Path(self.env.get("FAKE_VLLM_DRIVER_DIR") or devices.DEFAULT_DRIVER_DIR))
         return layout, npus, cfg.max_model_len or derived
 
-    # --- loading --------------------------------------------------------------------------------------
-    def _load(self, layout: model.ModelLayout) -> str | None:
-        """Hash the shards at the simulated loading pace; None when stopped meanwhile."""
-        rate = max(_float(self.env, "FAKE_VLLM_LOAD_MB_S", 2000.0), 1e-3) * (1 << 20)
-        init = max(_float(self.env, "FAKE_VLLM_INIT_S", 2.0), 0.0)
-        start = time.monotonic()
-        vlog.info("model_runner.py:2131", f"Starting to load model {self.cfg.model}...")
-        if self.stop.wait(init):
-            return None
-        total = len(layout.shards)
-        bar = "Loading safetensors checkpoint shards:"
-        print(f"{bar}   0% Completed | 0/{total} [00:00<?, ?it/s]", flush=True)
-        done_bytes = [0]
-
-        def paced(done: int, count: int) -> None:
-            if self.stop.is_set():
-                raise InterruptedError
-            done_bytes[0] += layout.shards[done - 1].file_bytes
-            self.stop.wait(max(start + init + done_bytes[0] / rate - time.monotonic(), 0.0))
-            elapsed = time.monotonic() - start - init
-            print(
-                f"{bar} {100 * done // count:3d}% Completed | {done}/{count} [{int(elapsed) // 60:02d}:"
-                f"{int(elapsed) % 60:02d}<00:00, {elapsed / done:.2f}s/it]",
-                flush=True,
-            )
-
-        try:
-            digest = model.content_hash(layout, paced)
-        except InterruptedError:
-            return None
-        if self.stop.is_set():
-            return None
-        took = time.monotonic() - start - init
-        vlog.info("default_loader.py:267", f"Loading weights took {took:.2f} seconds")
-        vlog.info("model_runner.py:2163", f"Loading model weights took {layout.tensor_bytes / GIB:.4f} GB")
-        vlog.info("fake_vllm", f"weights content sha256 {digest}")
-        return digest
-
     # --- run ------------------------------------------------------------------------------------------
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         self.stop.set()
@@ -196,7 +169,7 @@ class Server:
         vlog.info("utils.py:328", f"non-default args: {cfg.raw}")
         try:
             layout, npus, max_model_len = self._check()
-        except (model.ModelError, devices.DeviceError) as exc:
+        except (model.ModelError, devices.DeviceError, kvconfig.KVConfigError) as exc:
             return vlog.fatal(exc.exc_type, exc.message, exc.where)
         local = range(cfg.start_rank, cfg.start_rank + cfg.local_dp)
         heartbeat = _float(self.env, "FAKE_VLLM_DP_HEARTBEAT_S", 2.0)
@@ -226,7 +199,7 @@ class Server:
                     return self._shutdown(0)
             else:
                 self.table.register(npus, procs.worker_name(cfg.tp), memory)
-            digest = self._load(layout)
+            digest = model.load_paced(layout, cfg.model, self.env, self.stop)
             if digest is None:
                 return self._shutdown(0)
             if cfg.headless:
@@ -312,7 +285,7 @@ class Server:
         cfg = self.cfg
         if self.head is not None:
             self.head.set_model_hash(digest)
-        engines = list(range(cfg.dp)) if cfg.dp_start_rank is None else list(local)
+        engines = list(local) if cfg.external_dp or cfg.dp_start_rank is not None else list(range(cfg.dp))
         kv_tokens = max(max_model_len * 4, 65536)
         vlog.info("kv_cache_utils.py:1087", f"NPU KV cache size: {kv_tokens:,} tokens")
         cache_info = {
@@ -326,6 +299,14 @@ class Server:
             "prefix_caching_hash_algo": "sha256",
         }
         metrics = Metrics(cfg.served_names[0], engines, kv_tokens, cache_info)
+        if self.kv is not None:
+            self.pd = pd.build(
+                self.kv, cfg, self.env, self.faults, metrics, engines, kv_tokens // cfg.block_size, self.stop
+            )
+            try:
+                self.pd.start()
+            except kvconfig.KVConfigError as exc:
+                return vlog.fatal(exc.exc_type, exc.message, exc.where)
         head = self.head
         service = Service(
             cfg=cfg,
@@ -337,6 +318,7 @@ class Server:
             ready=head.ready if head is not None else (lambda: True),
             token_s=_float(self.env, "FAKE_VLLM_TOKEN_MS", 2.0) / 1000,
             access_log=not cfg.raw.get("disable_uvicorn_access_log", False),
+            pd=self.pd,
         )
         host = cfg.host or "0.0.0.0"
         server_cls = _HTTPServer6 if ":" in host else _HTTPServer
@@ -370,6 +352,8 @@ class Server:
     def _shutdown(self, status: int) -> int:
         if self.head is not None:
             self.head.close()
+        if self.pd is not None:
+            self.pd.close()
         if self.httpd is not None:
             vlog.info("launcher.py:80", "Shutting down FastAPI HTTP server.")
             self.httpd.shutdown()

@@ -91,6 +91,14 @@ class Generation:
         self.id = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         self.created = int(time.time())
         self.object = "chat.completion" if chat else "text_completion"
+        # PD disaggregation (pd.py): the engine-internal request id, the DP engine a decode pulled into,
+        # where the prompt KV came from, and the kv_transfer_params of the request / of the response
+        self.request_id = self.id
+        self.engine: int | None = None
+        self.external = False
+        self.stale = False
+        self.kv_params: Any = None
+        self.kv_result: dict[str, Any] | None = None
 
     def _head(self, obj: str) -> dict[str, Any]:
         return {"id": self.id, "object": obj, "created": self.created, "model": self.model}
@@ -129,8 +137,15 @@ class Generation:
         }
         if self.chat:
             body["prompt_logprobs"] = None
-        body["kv_transfer_params"] = None
+        body["kv_transfer_params"] = self.kv_result
         self.handler._send(200, dump_json(body))
+
+    def fail_stream(self, message: dict[str, Any]) -> None:
+        """A stream whose generation failed (vLLM's GenerationError): 200, the error event, ``[DONE]``."""
+        self._start_stream()
+        self._event(json.dumps(message))
+        self._event("[DONE]")
+        self._write(b"")
 
     def _choice(
         self, index: int, toks: list[Token], finish: str | None, stop_reason: str | None
@@ -174,12 +189,16 @@ class Generation:
         text = payload if isinstance(payload, str) else dump_json(payload).decode()
         self._write(f"data: {text}\n\n".encode())
 
-    def _run_stream(self, jobs: list[tuple[str, int, int]], prompt_tokens: int) -> None:
+    def _start_stream(self) -> None:
         h = self.handler
         h.send_response(200)
         h.send_header("content-type", "text/event-stream; charset=utf-8")
         h.send_header("transfer-encoding", "chunked")
         h.end_headers()
+
+    def _run_stream(self, jobs: list[tuple[str, int, int]], prompt_tokens: int) -> None:
+        h = self.handler
+        self._start_stream()
         obj = "chat.completion.chunk" if self.chat else "text_completion"
         completion_tokens = 0
         for index, (prompt, n_tokens, choice) in enumerate(jobs):

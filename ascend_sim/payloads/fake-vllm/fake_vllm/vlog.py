@@ -27,6 +27,16 @@ def log(level: str, source: str, message: str, *, process: str | None = None) ->
         print(line, flush=True)
 
 
+def debug_enabled() -> bool:
+    """vLLM logs DEBUG lines only with ``VLLM_LOGGING_LEVEL=DEBUG`` (vllm/envs.py; default INFO)."""
+    return os.environ.get("VLLM_LOGGING_LEVEL", "INFO").upper() == "DEBUG"
+
+
+def debug(source: str, message: str, *, process: str | None = None) -> None:
+    if debug_enabled():
+        log("DEBUG", source, message, process=process)
+
+
 def info(source: str, message: str, *, process: str | None = None) -> None:
     log("INFO", source, message, process=process)
 
@@ -58,5 +68,13 @@ def fatal(exc_type: str, message: str, where: str = "vllm/vllm/engine/arg_utils.
         print('  File "/vllm-workspace/vllm/vllm/entrypoints/cli/main.py", in main', file=sys.stderr)
         print("    args.dispatch_function(args)", file=sys.stderr)
         print(f'  File "/vllm-workspace/{where}"', file=sys.stderr)
-        print(f"{exc_type}: {message}", file=sys.stderr, flush=True)
+        print(f"{exc_type}: {message}" if message else exc_type, file=sys.stderr, flush=True)
     return 1
+
+
+def exception_tail(path: str, function: str, exc_type: str, message: str) -> None:
+    """The traceback ``logger.exception`` appends after its line (innermost frame only: this is a fake)."""
+    with _lock:
+        print("Traceback (most recent call last):", flush=False)
+        print(f'  File "{path}", in {function}', flush=False)
+        print(f"{exc_type}: {message}" if message else exc_type, flush=True)
