@@ -85,6 +85,7 @@ PD_CONFIG_RULES = (
         "each pool really runs, identically on every P and D instance.",
         preflight=Preflight.yes,
         sources=(CONNECTOR, HYBRID, DESIGN, CI_PD),
+        example_from_code=True,
         example="ValueError: prefill_tp_size: 2 must be greater than or equal to the decode_tp_size: 4",
         detail=r"prefill_tp_size: (?P<prefill_tp>\d+) must be greater than or equal to the "
         r"decode_tp_size: (?P<decode_tp>\d+)",
@@ -93,20 +94,21 @@ PD_CONFIG_RULES = (
     Rule(
         id="pd-engine-id-conflict",
         area="PD disaggregation",
-        title="a decode instance handshook with a prefill instance that has its own engine_id",
+        title="a prefill and a decode instance were started with the same engine_id",
         patterns=p(r"Conflict engine id \S+ with local engine id \S+"),
         codes=(),
-        cause="the Mooncake connector asserts during the handshake that the remote engine_id differs from "
-        "its own: the prefill and decode instances were started with the same engine_id in "
-        "--kv-transfer-config (the old LLMDataDist README gives every node engine_id 0).",
+        cause="when a decode worker first handshakes with a prefill worker, the Mooncake connector asserts "
+        "that the remote engine_id differs from its own: the prefill and decode instances were started "
+        "with the same engine_id in --kv-transfer-config (the old LLMDataDist README gives every node "
+        "engine_id 0).",
         fix="give each prefill DP group its own engine_id and the decode instances another one (the CI "
         "configuration uses 0 and 1 for two prefill groups and 2 for all decode instances).",
         preflight=Preflight.yes,
         sources=(CONNECTOR, HYBRID, TUTORIAL, CI_PD),
+        example_from_code=True,
         example="AssertionError: Conflict engine id 0 with local engine id 0.",
         detail=r"Conflict engine id (?P<engine_id>\S+) with local",
         hint="prefill and decode both use engine_id {engine_id}",
-        inferred="the log line is the format string of the pinned release; no public report quotes it.",
     ),
     Rule(
         id="pd-extra-config-missing-sizes",
@@ -125,10 +127,10 @@ PD_CONFIG_RULES = (
         "prefill and decode instance.",
         preflight=Preflight.yes,
         sources=(CONNECTOR, HYBRID, TUTORIAL, CI_PD),
+        example_from_code=True,
         example='assert "tp_size" in prefill_parallel_config',
         detail=r"""assert ["'](?P<key>(?:tp|dp)_size)["'] in (?P<pool>prefill|decode)_parallel_config""",
         hint="kv_connector_extra_config.{pool}.{key} is missing",
-        inferred="the lines are the source lines of the pinned release as a Python traceback prints them.",
     ),
     Rule(
         id="pd-recompute-scheduler-not-decode",
@@ -143,12 +145,11 @@ PD_CONFIG_RULES = (
         "(kv_role kv_consumer) and remove it from mixed (non-disaggregated) replicas.",
         preflight=Preflight.yes,
         sources=(PLATFORM, va_at("v0.18.0", "vllm_ascend/platform.py"), *vap(8373)),
+        example_from_code=True,
         example="ValueError: recompute_scheduler_enable can only be enabled on PD-disaggregated D nodes "
         "(kv_role='kv_consumer', but got kv_role=None), and is not supported in PD-mixed mode.",
         detail=r"got kv_role=(?P<kv_role>[^)]+)\)",
         hint="this instance has kv_role={kv_role}",
-        inferred="the log line is the format string of the pinned release (PR 8373, first in v0.18.0, "
-        "said 'in PD-disaggregated mode'); no public report quotes it.",
     ),
     Rule(
         id="pd-connector-removed-or-moved",
@@ -171,11 +172,11 @@ PD_CONFIG_RULES = (
         "vars are no longer needed.",
         preflight=Preflight.yes,
         sources=(RELEASE_NOTES, va_at(PIN, "vllm_ascend/distributed/kv_transfer/__init__.py"), VLLM_FACTORY),
+        example_from_code=True,
         example="Unsupported connector type: LLMDataDistCMgrConnector",
         detail=r"No module named '(?P<module>[\w.]+)'|Unsupported connector type: (?P<connector>\w+)",
-        inferred="the lines are CPython's and vLLM's messages filled with the removed names (CPython "
-        'importlib: "No module named {name!r}"); the moved path is read from git ls-tree v0.13.0 and '
-        "v0.14.0rc1, not from a report.",
+        inferred="the moved module path is read from the releases' file trees (git ls-tree v0.13.0 and "
+        "v0.14.0rc1), not from a report.",
     ),
     Rule(
         id="pd-mooncake-not-installed",
@@ -194,11 +195,10 @@ PD_CONFIG_RULES = (
         "-DUSE_ASCEND_DIRECT=ON as the PD tutorial shows.",
         preflight=Preflight.yes,
         sources=(TRANSFER_ENGINE, RELEASE_NOTES, KV_POOL, TUTORIAL, CPYTHON_IMPORT),
+        example_from_code=True,
         example="Please install mooncake by following the instructions at "
         "https://github.com/kvcache-ai/Mooncake/blob/main/doc/en/build.md "
         "to run vLLM with MooncakeConnector.",
-        inferred="the lines are the ImportError text of the pinned release and CPython's import error; no "
-        "public report quotes them.",
         related=("kv-connector-library-not-found",),
     ),
     Rule(
@@ -214,9 +214,10 @@ PD_CONFIG_RULES = (
         "(CANN >= 8.3.RC1), or use the official vllm-ascend image.",
         preflight=Preflight.partly,
         sources=(MULTI_TRANSPORT, TRANSFER_ENGINE, *va(5299), TUTORIAL),
+        example_from_code=True,
         example="Unsupported transport ascend, please rebuild Mooncake",
-        inferred="the line is Mooncake's format string filled with the protocol vllm-ascend passes; the "
-        "TCP fallback in vllm-ascend 5299 is about the KV pool's protocol setting.",
+        inferred="that the generic wheel lacks the Ascend transport is read from Mooncake's build options; "
+        "vllm-ascend 5299's TCP fallback applies where the protocol is configurable (the KV pool).",
         related=("pd-transfer-engine-init-failed",),
     ),
 )

@@ -60,12 +60,12 @@ PD_TRANSFER_RULES = (
         "vllm-ascend derives it, and check the NPU NIC links between prefill and decode servers.",
         preflight=Preflight.partly,
         sources=(ASCEND_DIRECT, KV_UTILS, CONNECTOR, DSV4_PRO, MOONCAKE_DOC_PR),
+        example_from_code=True,
         example="Transfer timeout to: <prefill_ip>:<adxl_port>, you can increase the timeout duration to "
         "reduce the failure rate by configuring the ASCEND_TRANSFER_TIMEOUT environment variable.",
         detail=r"Transfer timeout to: (?P<target>[^,\s]+)",
         hint="reading KV from {target} exceeded ASCEND_TRANSFER_TIMEOUT",
-        inferred="the line is Mooncake's format string (no public report quotes it); the causes besides the "
-        "timeout value are not confirmed by a source.",
+        inferred="the causes besides the timeout value are not confirmed by a source.",
         related=("pd-ascend-direct-connect-timeout",),
     ),
     Rule(
@@ -88,9 +88,9 @@ PD_TRANSFER_RULES = (
         "/etc/hccn.conf into the container.",
         preflight=Preflight.partly,
         sources=(TRANSFER_ENGINE, ASCEND_DIRECT, TUTORIAL),
+        example_from_code=True,
         example="RuntimeError: TransferEngine initialization failed with ret_value: -1",
-        inferred="the lines are the format strings of the pinned release and of Mooncake; the causes are "
-        "read from the code paths that return them, not from a report.",
+        inferred="the causes are read from the code paths that return the error, not from a report.",
         generic=True,
         related=("pd-mooncake-built-without-ascend", "pd-mooncake-not-installed"),
     ),
@@ -110,12 +110,13 @@ PD_TRANSFER_RULES = (
         "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT (the tutorials use 480) or add decode capacity.",
         preflight=Preflight.no,
         sources=(CONNECTOR, HYBRID, *va(7140), DSV32),
+        example_from_code=True,
         example="Force freed expired request: <request_id>. Reason: Request exceeded timeout threshold "
         "(480 seconds). Action: Resources have been forcibly released to prevent memory leak.",
         detail=r"timeout threshold \((?P<timeout>[\d.]+) seconds\)",
         hint="KV waited {timeout} s for a decode instance",
-        inferred="the line is the format string of the pinned release (vllm-ascend 7140 quotes the older "
-        "'Force freed request: %s'); the three reasons are read from the code, not from a report.",
+        inferred="the three reasons are read from the code, not from a report (vllm-ascend 7140 quotes the "
+        "older 'Force freed request: %s' and its NIXL timeout).",
         generic=True,
     ),
 )

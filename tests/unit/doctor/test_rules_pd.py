@@ -5,11 +5,13 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from orchestrator.doctor.logscan import read_log, scan_file, scan_lines
 from orchestrator.doctor.rules import BY_ID
 from orchestrator.doctor.rules_pd import PD_CONFIG_RULES
 from orchestrator.doctor.rules_pd_transfer import PD_TRANSFER_RULES
+from orchestrator.doctor.troubleshooting import troubleshooting_reference
 from tests.helpers import ROOT
 
 DATA = ROOT / "tests/data/doctor"
@@ -161,3 +163,18 @@ def test_pd_rules_are_checked_before_launch_where_the_spec_decides() -> None:
         assert rule.preflight.value in {"yes", "partly"}, rule.id
         assert rule.area == "PD disaggregation"
     assert all(r.area == "PD disaggregation" for r in PD_TRANSFER_RULES)
+
+
+def test_pd_examples_say_where_they_come_from() -> None:
+    """A PD rule's example is a line a public thread quotes (an issue) unless the rule says it is the message
+    a cited source file prints (example_from_code); the guide then says so instead of "verbatim from a public
+    report"."""
+    samples = yaml.safe_load((DATA / "verbatim-lines.yaml").read_text(encoding="utf-8"))["samples"]
+    text = troubleshooting_reference()
+    for rule in (*PD_CONFIG_RULES, *PD_TRANSFER_RULES):
+        origins = [s["source"] for s in samples[rule.id] if any(rule.example in line for line in s["lines"])]
+        assert origins, rule.id
+        from_code = all("/blob/" in source for source in origins)
+        assert rule.example_from_code == from_code, (rule.id, origins)
+        section = text.split(f'<a id="{rule.id}"></a>')[1].split("<a id=")[0]
+        assert ("verbatim from a public report" in section) != rule.example_from_code, rule.id
