@@ -22,6 +22,7 @@ DESIGN = va_at(PIN, "docs/source/developer_guide/Design_Documents/disaggregated_
 CI_PD = va_at(PIN, "tests/e2e/weekly/multi_node/external_dp/config/DeepSeek_V3.1T_MTP1_PD.yaml")
 RELEASE_NOTES = va_at(PIN, "docs/source/user_guide/release_notes.md")
 PLATFORM = va_at(PIN, "vllm_ascend/platform.py")
+ASCEND_CONFIG = va_at(PIN, "vllm_ascend/ascend_config.py")
 KV_POOL = va_at(PIN, "docs/source/user_guide/feature_guide/kv_pool.md")
 MULTI_TRANSPORT = mooncake_at(
     "00390e6e8a37d18bebcd26bf4120192b78d6c740", "mooncake-transfer-engine/src/multi_transport.cpp"
@@ -150,6 +151,43 @@ PD_CONFIG_RULES = (
         "(kv_role='kv_consumer', but got kv_role=None), and is not supported in PD-mixed mode.",
         detail=r"got kv_role=(?P<kv_role>[^)]+)\)",
         hint="this instance has kv_role={kv_role}",
+    ),
+    Rule(
+        id="pd-finegrained-tp-needs-recompute",
+        area="PD disaggregation",
+        title="oproj/embedding fine-grained TP is set without recompute_scheduler_enable",
+        patterns=p(
+            r"oproj_tensor_parallel_size / embedding_tensor_parallel_size require recompute_scheduler"
+        ),
+        codes=(),
+        cause="finegrained_tp_config.oproj_tensor_parallel_size and embedding_tensor_parallel_size run "
+        "cross-DP HCCL collectives that need the same num_tokens on every DP rank, which only the recompute "
+        "scheduler guarantees; and the recompute scheduler is allowed on PD decode instances only.",
+        fix="use oproj/embedding fine-grained TP only on PD decode instances (kv_role kv_consumer), together "
+        'with "recompute_scheduler_enable": true in their --additional-config; remove them from prefill and '
+        "mixed replicas.",
+        preflight=Preflight.yes,
+        sources=(ASCEND_CONFIG, PLATFORM),
+        example_from_code=True,
+        example="AssertionError: oproj_tensor_parallel_size / embedding_tensor_parallel_size require "
+        "recompute_scheduler_enable=true: their cross-DP HCCL collectives need uniform num_tokens across DP "
+        "ranks, which is only guaranteed when the recompute scheduler is enabled.",
+        related=("pd-recompute-scheduler-not-decode",),
+    ),
+    Rule(
+        id="pd-reduce-sample-on-prefill",
+        area="PD disaggregation",
+        title="enable_reduce_sample is set on a PD prefill instance",
+        patterns=p(r"enable_reduce_sample is not supported on PD-disaggregated scenarios"),
+        codes=(),
+        cause="vllm-ascend refuses additional_config enable_reduce_sample (an experimental sampling "
+        "optimisation) on prefill instances (kv_role kv_producer).",
+        fix="remove enable_reduce_sample from the prefill instances' --additional-config.",
+        preflight=Preflight.yes,
+        sources=(ASCEND_CONFIG,),
+        example_from_code=True,
+        example="ValueError: enable_reduce_sample is not supported on PD-disaggregated scenarios. Please "
+        "disable enable_reduce_sample.",
     ),
     Rule(
         id="pd-connector-removed-or-moved",
