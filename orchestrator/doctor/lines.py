@@ -17,9 +17,11 @@ _PREFIXES = (
     # (Worker_TP3 pid=..), (RayWorkerWrapper pid=.., ip=..), (VllmWorker rank=3 pid=..), (VllmWorker TP0 ..)
     re.compile(r"\([A-Za-z][\w-]*(?: [\w=-]+)? pid=\d+(?:, ip=[^)]*)?\)\s*"),
     re.compile(r"\[rank\d+\]:\s*"),  # torch.distributed
-    # vLLM's logger: "ERROR 11-07 06:32:37 [multiproc_executor.py:671] " (older: "... worker_base.py:572] ")
+    # vLLM's logger: "ERROR 11-07 06:32:37 [multiproc_executor.py:671] " (older: "... worker_base.py:572] ";
+    # vllm-ascend#8938 has year and milliseconds: "ERROR 2026-04-25 10:01:17.340 [mooncake_connector.py:246]")
     re.compile(
-        r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w./-]+:\d+\]\s*"
+        r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?:\d{4}-)?\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
+        r"\[?[\w./-]+:\d+\]\s*"
     ),
 )
 _COLOURS = _PREFIXES[0]

@@ -48,7 +48,9 @@ class Rule:
     `generic` rules (a symptom several causes share) are reported only when no specific rule matched;
     `priority` breaks ties between rules matching the same line (higher wins). `detail` is a regex with
     named groups read from the matched line, `hint` a sentence formatted with them. `example` is a verbatim
-    public log line the rule identifies; `inferred` says which parts of cause/fix no source confirmed.
+    public log line the rule identifies, or with `example_from_code` the message a cited source file prints
+    (its format string with example values) when no public report quotes one; `inferred` says which parts
+    of cause/fix no source confirmed.
     """
 
     id: str
@@ -67,6 +69,7 @@ class Rule:
     detail: str | None = None
     hint: str | None = None
     related: tuple[str, ...] = field(default_factory=tuple)
+    example_from_code: bool = False
 
     def hint_for(self, line: str) -> tuple[dict[str, str], str | None]:
         """The named groups of `detail` in `line` and the hint formatted with them (None without a match)."""

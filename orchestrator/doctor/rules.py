@@ -9,6 +9,8 @@ from __future__ import annotations
 from orchestrator.doctor.rule import Rule
 from orchestrator.doctor.rules_devices import BUSY, MOUNTS, VISIBLE
 from orchestrator.doctor.rules_hccl import GRAPH_RULES, NETWORK_RULES
+from orchestrator.doctor.rules_pd import PD_CONFIG_RULES
+from orchestrator.doctor.rules_pd_transfer import PD_TRANSFER_RULES
 from orchestrator.doctor.rules_serving import SERVING_RULES
 from orchestrator.doctor.rules_versions import MEMORY_RULES, VERSION_RULES
 
@@ -21,6 +23,8 @@ RULES: tuple[Rule, ...] = (
     *GRAPH_RULES,
     *NETWORK_RULES,
     *SERVING_RULES,
+    *PD_CONFIG_RULES,
+    *PD_TRANSFER_RULES,
 )
 
 BY_ID: dict[str, Rule] = {r.id: r for r in RULES}

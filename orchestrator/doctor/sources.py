@@ -25,3 +25,16 @@ def vap(*numbers: int) -> tuple[str, ...]:
 def va_file(path: str) -> str:
     """A file of the vllm-ascend repository."""
     return f"{VA_REPO}/blob/main/{path}"
+
+
+def va_at(tag: str, path: str) -> str:
+    """A file of the vllm-ascend repository at a release tag (the text a rule's log line was read from)."""
+    return f"{VA_REPO}/blob/{tag}/{path}"
+
+
+MOONCAKE_REPO = "https://github.com/kvcache-ai/Mooncake"
+
+
+def mooncake_at(commit: str, path: str) -> str:
+    """A file of the Mooncake repository at a commit."""
+    return f"{MOONCAKE_REPO}/blob/{commit}/{path}"

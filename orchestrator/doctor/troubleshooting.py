@@ -105,7 +105,12 @@ def _rule(r: Rule) -> list[str]:
     if r.generic:
         lines += ["*Generic*: reported only when no specific rule matched the log.", ""]
     if r.patterns:
-        lines += ["The log line (verbatim from a public report):", "", "```text", r.example, "```", ""]
+        origin = (
+            "the message a cited source file prints, with example values"
+            if r.example_from_code
+            else "verbatim from a public report"
+        )
+        lines += [f"The log line ({origin}):", "", "```text", r.example, "```", ""]
         lines += ["Matched by (regular expressions, on the line without its prefixes):", ""]
         for pat in r.patterns:
             near = f" (only within the block of a line matching `{pat.near}`)" if pat.near else ""

@@ -136,6 +136,10 @@ def _generic(part: str) -> list[str]:
         ("(RayWorkerWrapper pid=118835, ip=10.0.0.2) ERROR 02-26 09:45:37 worker_base.py:572]  x", "x"),
         ("2025-12-05T01:00:00.123456789Z (APIServer pid=1) INFO 12-05 01:00:00 [a.py:1] y", "y"),
         ("\x1b[1;31mERROR\x1b[0m 12-05 01:00:00 [a.py:1] z", "z"),
+        (
+            "(Worker_DP1_TP14_EP30 pid=2493) ERROR 2026-04-25 10:01:17.340 [mooncake_connector.py:246] w",
+            "w",
+        ),
     ],
 )
 def test_per_line_prefixes_are_stripped(line: str, stripped: str) -> None:
