@@ -37,6 +37,14 @@ CONNECTION_VARS = {
 }
 """Read by Ansible itself (connection, become and interpreter settings), never by name in a role."""
 
+# PENDING READER -- remove each entry when its role reads it. The PD serve role (roles/vllm_serve for
+# serving.disaggregation) is written after the renderer; until then these two variables have no reader.
+# test_pending_readers_are_still_unread fails as soon as a role reads one: then delete it here.
+PENDING_READERS = {
+    "vllm_serve_pd": "PD pools (instances, ranks, worker URLs): render/vars/serve_pd.py",
+    "vllm_serve_pd_ranks": "the PD DP ranks of a server: render/vars/serve_pd.py",
+}
+
 _KEY = re.compile(r"^\s*-?\s*[A-Za-z_][A-Za-z0-9_]*:(?=\s|$)", re.M)  # a YAML key definition
 _COMMENT = re.compile(r"^\s*#.*$", re.M)
 
@@ -75,7 +83,7 @@ def rendered_vars(files: Mapping[str, Any]) -> dict[str, set[str]]:
 def unread(names: Iterable[str], text: str) -> list[str]:
     """The names no reader mentions (connection variables excepted)."""
     words = set(re.findall(r"[A-Za-z0-9_]+", text))
-    return sorted(n for n in names if n not in CONNECTION_VARS and n not in words)
+    return sorted(n for n in names if n not in CONNECTION_VARS and n not in PENDING_READERS and n not in words)
 
 
 def fresh(spec: Path) -> dict[str, Any]:
@@ -98,6 +106,12 @@ def test_connection_exceptions_are_rendered_somewhere() -> None:
     for spec in EXAMPLES:
         seen |= set(rendered_vars(fresh(spec)))
     assert set(CONNECTION_VARS) - seen <= {"ansible_ssh_common_args"}  # only with ssh.known_hosts_file
+
+
+def test_pending_readers_are_still_unread() -> None:
+    """A pending entry that a role now reads is stale: delete it from PENDING_READERS."""
+    words = set(re.findall(r"[A-Za-z0-9_]+", readers()))
+    assert sorted(n for n in PENDING_READERS if n in words) == []
 
 
 def test_an_unread_variable_fails(tmp_path: Path) -> None:
