@@ -83,7 +83,8 @@ def rendered_vars(files: Mapping[str, Any]) -> dict[str, set[str]]:
 def unread(names: Iterable[str], text: str) -> list[str]:
     """The names no reader mentions (connection variables excepted)."""
     words = set(re.findall(r"[A-Za-z0-9_]+", text))
-    return sorted(n for n in names if n not in CONNECTION_VARS and n not in PENDING_READERS and n not in words)
+    excepted = CONNECTION_VARS.keys() | PENDING_READERS.keys()
+    return sorted(n for n in names if n not in excepted and n not in words)
 
 
 def fresh(spec: Path) -> dict[str, Any]:
