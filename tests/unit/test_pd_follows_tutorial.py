@@ -228,9 +228,8 @@ def test_the_comparison_sees_drift() -> None:
     same = Command(
         tut.model,
         {**tut.options, "--data-parallel-address": "10.0.0.3"},
-        {**tut.env, "HCCL_IF_IP": "10.0.0.4", "GLOBAL_SOCKET": "x"},
+        {**tut.env, "HCCL_IF_IP": "10.0.0.4", "HCCL_SOCKET_IFNAME": "enp189s0f0"},
     )
-    del same.env["GLOBAL_SOCKET"]
     assert differences(tut, same, ips) == set()
     kv = json.loads(str(tut.options["--kv-transfer-config"]))
     kv["kv_connector_extra_config"]["decode"]["dp_size"] = 16
