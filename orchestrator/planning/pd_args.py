@@ -108,7 +108,7 @@ def rank_env(
         if_ip=if_ip,
         socket_ifname=socket_ifname,
         ray=False,
-        extra={**serving.env, **pool.env},
+        extra={k: v for k, v in {**serving.env, **pool.env}.items() if k != ABORT_TIMEOUT_ENV},
         servers=servers,
     )
     if role == "prefill":
