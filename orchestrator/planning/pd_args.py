@@ -62,14 +62,15 @@ def kv_transfer_config(pd: Disaggregation, role: PdRole, kv_port: int, engine_id
 
 
 def pool_json_args(pool: PdPool) -> list[str]:
-    """--speculative-config, --additional-config, --compilation-config of the pool (when set)."""
+    """--speculative-config, --additional-config, --compilation-config of the pool (when set), keys sorted:
+    the argv does not depend on the order the spec writes them in."""
     args: list[str] = []
     if pool.speculative_config is not None:
-        args += ["--speculative-config", json.dumps(pool.speculative_config)]
+        args += ["--speculative-config", json.dumps(pool.speculative_config, sort_keys=True)]
     if pool.additional_config:
-        args += ["--additional-config", json.dumps(pool.additional_config)]
+        args += ["--additional-config", json.dumps(pool.additional_config, sort_keys=True)]
     if pool.compilation_config is not None:
-        args += ["--compilation-config", json.dumps(pool.compilation_config)]
+        args += ["--compilation-config", json.dumps(pool.compilation_config, sort_keys=True)]
     return args
 
 
