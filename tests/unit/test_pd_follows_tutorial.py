@@ -22,7 +22,10 @@ from typing import Any
 
 import yaml
 
-from tests.helpers import EXAMPLES
+from orchestrator.planning.build import build_plan
+from orchestrator.planning.resolve import resolve_model
+from orchestrator.spec.site import SiteSpec
+from tests.helpers import EXAMPLES, load_example
 
 UPSTREAM = Path(__file__).resolve().parents[1] / "data/upstream/vllm-ascend/v0.23.0"
 TUTORIAL = UPSTREAM / "docs/source/tutorials/features/pd_disaggregation_mooncake_multi_node.md"
@@ -251,3 +254,29 @@ def test_the_comparison_sees_drift() -> None:
         "HCCL_OP_EXPANSION_MODE",
         "HCCL_BUFFSIZE",
     }
+
+
+def test_the_layerwise_connector_differs_from_its_tab_in_the_same_places() -> None:
+    """The tutorial's Layerwise tab is the Non-layerwise one with MooncakeLayerwiseConnector; the example with
+    that connector (planned here, not rendered) differs from it exactly where the example says."""
+    text = TUTORIAL.read_text(encoding="utf-8")
+    section = text.split("#### Layerwise", 1)[1].split("#### Non-layerwise", 1)[0]
+    tabs = {tab.split("\n", 1)[0].strip(): _script(tab) for tab in section.split("::::{tab-item} ")[1:]}
+    data = load_example(SITE)
+    data["serving"]["disaggregation"]["connector"] = "MooncakeLayerwiseConnector"
+    spec = SiteSpec.model_validate(data)
+    pd = build_plan(spec, resolve_model(spec.model)).pd
+    assert pd is not None
+    ours: dict[tuple[str, int], Command] = {}
+    for inst in pd.instances:
+        for r in inst.ranks:
+            ours[(r.server, r.dp_rank)] = Command(r.args[1], options(list(r.args[2:])), dict(r.env))
+    documented = set(_DIFFERS.findall((EXAMPLES / SITE / "site.yaml").read_text(encoding="utf-8")))
+    starts, ips, found = launches(), _addresses(), set()
+    for script in tabs.values():
+        ip = script.variables["local_ip"]
+        assert '"kv_connector": "MooncakeLayerwiseConnector"' in " ".join(script.serve)
+        for i in range(int(starts[ip]["--dp-size-local"])):
+            args = positional(starts[ip], i)
+            found |= differences(expand(script, args), ours[(NODES[ip], int(args["4"]))], ips)
+    assert found == documented
