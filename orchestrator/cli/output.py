@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from orchestrator.cli.pd_view import argv_lines, pd_lines
+from orchestrator.cli.plan_text import capacity_line, ranges
 from orchestrator.spec.findings import Finding, format_finding
 
 if TYPE_CHECKING:  # light to import: every command's --help reads DEFAULT_MAX_FINDINGS from here
@@ -92,20 +94,6 @@ def summary_line(result: ValidationResult) -> str:
     return f"{result.filename}: valid (spec format {version}, {w} warning(s))"
 
 
-def ranges(values: tuple[int, ...]) -> str:
-    """0,1,2,3,6 -> '0-3,6'."""
-    out: list[str] = []
-    start = prev = None
-    for v in (*values, None):
-        if v is not None and prev is not None and v == prev + 1:
-            prev = v
-            continue
-        if start is not None:
-            out.append(str(start) if start == prev else f"{start}-{prev}")
-        start = prev = v
-    return ",".join(out)
-
-
 def size(gib: float) -> str:
     return f"{gib:.1f} GiB" if gib >= 1 else f"{gib * 1024:.0f} MiB"
 
@@ -122,13 +110,7 @@ def replica_lines(r: ReplicaPlan) -> list[str]:
             f"  DP ranks {m.dp_start_rank}-{m.dp_start_rank + m.dp_size_local - 1}" if r.mode == "dp" else ""
         )
         lines.append(f"  {m.server:<12} {m.role:<10} NPUs {ranges(m.devices)}{ranks}")
-    c = r.capacity
-    lines.append(
-        f"  memory per NPU: weights {c.weights_gib:.1f} + runtime {c.overhead_gib:.1f} + KV "
-        f"{c.kv_gib_per_seq:.2f} per max-length sequence, of a {c.budget_gib:.1f} GiB budget; "
-        f"{c.full_seqs_fit} max-length sequences fit (max_num_seqs {c.max_num_seqs}), headroom "
-        f"{c.headroom_gib:.1f} GiB"
-    )
+    lines.append(capacity_line(r.capacity))
     lines.append(f"  startup gate: healthy within {r.startup_timeout_s} s")
     return lines
 
@@ -147,8 +129,12 @@ def plan_lines(plan: SitePlan) -> list[str]:
     )
     for r in plan.replicas:
         lines += replica_lines(r)
+    if plan.pd is not None:
+        lines += pd_lines(plan.pd)
     return lines
 
 
-def print_plan(out: Console, plan: SitePlan) -> None:
+def print_plan(out: Console, plan: SitePlan, argv: bool = False) -> None:
     print_lines(out, plan_lines(plan))
+    if argv:
+        print_lines(out, argv_lines(plan))

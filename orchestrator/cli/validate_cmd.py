@@ -42,6 +42,14 @@ def validate_command(
             "whether the spec is valid.",
         ),
     ] = False,
+    argv: Annotated[
+        bool,
+        typer.Option(
+            "--argv",
+            help="After the plan, print every container's `vllm serve` argv and environment (each replica "
+            "member's; each DP rank's on a prefill/decode site).",
+        ),
+    ] = False,
     fmt: Annotated[Format, format_option("for tools: every finding and the verdict, no plan")] = Format.table,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
@@ -63,7 +71,7 @@ def validate_command(
     if not quiet:  # on stderr with the findings: stdout holds the plan alone, whatever this machine has
         err.print(summary_line(result.with_findings(more)), markup=False, style="green")
     if not quiet and result.plan is not None:
-        print_plan(console(), result.plan)
+        print_plan(console(), result.plan, argv=argv)
 
 
 def _controller_warnings(result: ValidationResult) -> list[Finding]:

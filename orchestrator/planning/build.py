@@ -16,6 +16,9 @@ from orchestrator.planning.hccn_peers import hccn_views
 from orchestrator.planning.image import image_plans
 from orchestrator.planning.model import HostPlan, ReplicaPlan, SitePlan, StackPlan
 from orchestrator.planning.network import HccnServer, plan_hccn
+from orchestrator.planning.pd import plan_pd
+from orchestrator.planning.pd_model import PdPlan
+from orchestrator.planning.pd_peers import pd_links
 from orchestrator.planning.resolve import (
     ResolvedProfile,
     effective_dtype,
@@ -67,8 +70,28 @@ def hccn_members(spec: SiteSpec, profiles: dict[str, ResolvedProfile]) -> list[H
     return members
 
 
-def port_claims(spec: SiteSpec, replicas: Sequence[ReplicaPlan]) -> dict[str, list[PortClaim]]:
-    """Ports each host listens on, in claim order, each with the spec field that sets it."""
+def pd_port_claims(pd: PdPlan) -> dict[str, list[PortClaim]]:
+    """The PD ranks' ports: API port and Mooncake handshake ports per rank, DP RPC port on each instance's
+    first server (the DP master)."""
+    claims: dict[str, list[PortClaim]] = defaultdict(list)
+    for inst in pd.instances:
+        pool: SpecPath = ("serving", "disaggregation", inst.role)
+        claims[inst.servers[0]].append(
+            PortClaim(inst.dp_rpc_port, f"PD instance {inst.name} DP RPC", (*pool, "dp_rpc_port"))
+        )
+        for r in inst.ranks:
+            claims[r.server].append(PortClaim(r.port, f"PD {inst.name} dp{r.dp_rank} API", (*pool, "port")))
+            for port in r.kv_handshake_ports:
+                what = f"PD {inst.name} dp{r.dp_rank} Mooncake handshake"
+                claims[r.server].append(PortClaim(port, what, (*pool, "kv_port")))
+    return claims
+
+
+def port_claims(
+    spec: SiteSpec, replicas: Sequence[ReplicaPlan], pd: PdPlan | None = None
+) -> dict[str, list[PortClaim]]:
+    """Ports each host listens on, in claim order, each with the spec field that sets it (the PD ranks' when
+    pd is given)."""
     claims: dict[str, list[PortClaim]] = defaultdict(list)
     mon_cfg = spec.monitoring
     for i, srv in enumerate(spec.servers):
@@ -95,6 +118,8 @@ def port_claims(spec: SiteSpec, replicas: Sequence[ReplicaPlan]) -> dict[str, li
             claims[rep.head.server].append(
                 PortClaim(RAY_GCS_PORT, f"replica {rep.name} Ray head", ("serving", "replicas", r))
             )
+    for host, pd_claims in (pd_port_claims(pd) if pd else {}).items():
+        claims[host] += pd_claims
     mon = role_host(spec, "monitoring")
     if mon_cfg.enabled and mon:
         claims[mon].append(
@@ -107,10 +132,16 @@ def port_claims(spec: SiteSpec, replicas: Sequence[ReplicaPlan]) -> dict[str, li
 
 
 def _dtype(
-    spec: SiteSpec, arch: ModelArch, profiles: dict[str, ResolvedProfile], replicas: list[ReplicaPlan]
+    spec: SiteSpec,
+    arch: ModelArch,
+    profiles: dict[str, ResolvedProfile],
+    replicas: list[ReplicaPlan],
+    pd: PdPlan | None,
 ) -> str:
     if replicas:
         return effective_dtype(spec.model, arch, profiles[replicas[0].profile].chip)
+    if pd and pd.instances:
+        return effective_dtype(spec.model, arch, profiles[pd.instances[0].profile].chip)
     return (
         spec.model.dtype if spec.model.dtype != "auto" else arch.default_dtype
     )  # no replica could be placed
@@ -124,8 +155,9 @@ def build_plan(spec: SiteSpec, arch: ModelArch, placeable: Collection[int] | Non
     indices = range(len(spec.serving.replicas)) if placeable is None else sorted(placeable)
     base_ports = hccl_ports.base_ports(spec)  # once: it scans every replica
     replicas = [plan_replica(i, spec, servers, profiles, arch, base_ports) for i in indices]
+    pd = plan_pd(spec, servers, profiles, arch)
     hccn = plan_hccn(spec.network.hccn, hccn_members(spec, profiles)) if spec.network.hccn is not None else {}
-    ports = port_claims(spec, replicas)
+    ports = port_claims(spec, replicas, pd)
     stack = stack_plan(spec)
     replicas_of: dict[str, list[str]] = {}  # server -> its replicas, in replica order (one pass, not n x m)
     for r in replicas:
@@ -157,7 +189,7 @@ def build_plan(spec: SiteSpec, arch: ModelArch, placeable: Collection[int] | Non
                 disk=preflight.disk_needs(spec, host, weights_gib, arch.name),
             )
         )
-    views = hccn_views(hosts, replicas)
+    views = hccn_views(hosts, replicas, pd_links(pd) if pd else ())
     hosts = [
         replace(h, hccn_peers=views[h.name].peers, rank_tables=tuple(views[h.name].rank_tables.items()))
         for h in hosts
@@ -173,11 +205,12 @@ def build_plan(spec: SiteSpec, arch: ModelArch, placeable: Collection[int] | Non
         served_name=served_name(spec.model),
         weights_gib=weights_gib,
         quantization=quant,
-        dtype=_dtype(spec, arch, profiles, replicas),
+        dtype=_dtype(spec, arch, profiles, replicas, pd),
         tuning=tuning,
         preflight=preflight.preflight_site(spec),
         roles=role_hosts(spec),
-        rollout=rollout_plan(spec.rollout, len(replicas)),
+        rollout=rollout_plan(spec.rollout, len(pd.instances) if pd else len(replicas)),
         drivers=drivers_plan(spec),
         container_runtime_packages=CONTAINER_RUNTIME_PACKAGES[spec.os.distro],
+        pd=pd,
     )

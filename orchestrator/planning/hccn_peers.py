@@ -48,10 +48,15 @@ def rank_table(rep: ReplicaPlan, nics: Nics) -> dict[str, Any]:
     }
 
 
-def hccn_views(hosts: Sequence[HostPlan], replicas: Sequence[ReplicaPlan]) -> dict[str, HccnView]:
+def hccn_views(
+    hosts: Sequence[HostPlan],
+    replicas: Sequence[ReplicaPlan],
+    links: Sequence[tuple[str, str, tuple[int, ...]]] = (),
+) -> dict[str, HccnView]:
     """Every host's view, in one pass over the replicas (linear in the site size). Only replicas over
     several servers whose NPUs all have planned NIC addresses (RoCE chips) count; a peer NIC is one the
-    other member uses for the replica, listed once, in (server, index) order."""
+    other member uses for the replica, listed once, in (server, index) order. links: more (server, peer
+    server, peer devices) to reach (a PD site's, planning/pd_peers.py), where the peer's NICs are planned."""
     nics: Nics = {h.name: {d.index: d for d in h.hccn} for h in hosts}
     peers: dict[str, dict[tuple[str, int], HccnPeer]] = {}
     tables: dict[str, dict[str, dict[str, Any]]] = {}
@@ -70,6 +75,11 @@ def hccn_views(hosts: Sequence[HostPlan], replicas: Sequence[ReplicaPlan]) -> di
                 for d in other.devices:
                     peer = HccnPeer(other.server, d, nics[other.server][d].address)
                     mine.setdefault((other.server, d), peer)
+    for server, to, devices in links:
+        if server in nics and all(d in nics.get(to, {}) for d in devices):
+            linked = peers.setdefault(server, {})
+            for d in devices:
+                linked.setdefault((to, d), HccnPeer(to, d, nics[to][d].address))
     return {
         h.name: HccnView(tuple(v for _, v in sorted(peers.get(h.name, {}).items())), tables.get(h.name, {}))
         for h in hosts

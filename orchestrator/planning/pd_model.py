@@ -37,7 +37,13 @@ class PdRankPlan:
 
     @property
     def visible_devices(self) -> str:
+        """The host's device indices given to the rank's container (inside it they are 0..n-1)."""
         return ",".join(str(d) for d in self.devices)
+
+    @property
+    def kv_handshake_ports(self) -> tuple[int, ...]:
+        """Every Mooncake handshake port the rank binds: one per device (worker) from kv_handshake_port."""
+        return tuple(range(self.kv_handshake_port, self.kv_handshake_port + len(self.devices)))
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,14 @@ class PdInstancePlan:
     ranks: tuple[PdRankPlan, ...]
     capacity: Capacity
     startup_timeout_s: int
+    profile: str = ""
+    chip: str = ""
+    pp: int = 1
+    dp_size_local: int = 1  # DP ranks per server
+
+    @property
+    def world_size(self) -> int:
+        return self.tp * self.pp * self.dp
 
     @property
     def ep_size(self) -> int:

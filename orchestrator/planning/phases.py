@@ -78,6 +78,46 @@ def _monitoring_summary(spec: SiteSpec, mon: str | None) -> str:
     return exporters + (f", Prometheus on {mon}" if mon else "")
 
 
+def serve_hosts(plan: SitePlan) -> tuple[str, ...]:
+    """The servers that run `vllm serve`: every replica member, or every PD instance's servers."""
+    if plan.pd is not None:
+        return tuple(dict.fromkeys(s for inst in plan.pd.instances for s in inst.servers))
+    return tuple(dict.fromkeys(m.server for r in plan.replicas for m in r.members))
+
+
+def _gates(spec: SiteSpec, timeout: int) -> str:
+    g = spec.rollout.gates
+    return (
+        f"gates: /health within {timeout} s, {g.smoke_prompts} smoke prompts, accuracy within "
+        f"{g.accuracy_tolerance:.1%}"
+    )
+
+
+def _serve_summary(spec: SiteSpec, plan: SitePlan) -> str:
+    fail = "goes back to its previous release" if spec.rollout.auto_rollback else "is left stopped"
+    if plan.pd is not None:
+        pd = plan.pd
+        timeout = max((i.startup_timeout_s for i in pd.instances), default=0)
+        ranks = sum(len(i.ranks) for i in pd.instances)
+        return (
+            f"PD ({pd.connector}): {len(pd.prefill)} prefill and {len(pd.decode)} decode instance(s), "
+            f"{ranks} DP rank containers; {_gates(spec, timeout)}; an instance that fails a gate {fail}"
+        )
+    first = plan.replicas[0]
+    return (
+        f"{len(plan.replicas)} replica(s); canary {spec.rollout.canary}, then batches of "
+        f"{spec.rollout.batch_size}; {_gates(spec, first.startup_timeout_s)}; a replica that fails a gate "
+        + fail
+    )
+
+
+def _workers(plan: SitePlan) -> str:
+    if plan.pd is not None:
+        p, d = plan.pd.worker_urls("prefill"), plan.pd.worker_urls("decode")
+        return f"{len(p)} prefill and {len(d)} decode worker(s)"
+    return f"{len(plan.replicas)} replica head(s)"
+
+
 def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
     npu = hosts_with_role(spec, "npu")
     everyone = tuple(s.name for s in spec.servers)
@@ -91,14 +131,7 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
     gateway_hosts = (gw,) if spec.gateway.enabled and gw else ()
     engines = container_hosts(spec)
     images = ", ".join(f"{i.tag} (SOC_VERSION {i.soc_version})" for i in plan.images)
-    first = plan.replicas[0]
-    serve = (
-        f"{len(plan.replicas)} replica(s); canary {spec.rollout.canary}, then batches of "
-        f"{spec.rollout.batch_size}; gates: /health within {first.startup_timeout_s} s, "
-        f"{spec.rollout.gates.smoke_prompts} smoke prompts, accuracy within "
-        f"{spec.rollout.gates.accuracy_tolerance:.1%}; a replica that fails a gate "
-        + ("goes back to its previous release" if spec.rollout.auto_rollback else "is left stopped")
-    )
+    serve = _serve_summary(spec, plan)
     rows: list[tuple[str, tuple[str, ...], str]] = [
         (
             "preflight",
@@ -136,12 +169,12 @@ def plan_phases(spec: SiteSpec, plan: SitePlan) -> list[Phase]:
             f"{plan.model_name} ({plan.weights_gib:.0f} GiB) at "
             f"{spec.model.weights_path} ({spec.model.source.type}), {_weights_check(spec)}",
         ),
-        ("serve", tuple(dict.fromkeys(m.server for r in plan.replicas for m in r.members)), serve),
+        ("serve", serve_hosts(plan), serve),
         (
             "gateway",
             gateway_hosts,
             f"vllm-router {spec.gateway.router.version} on port {spec.gateway.port}, "
-            f"{spec.gateway.policy} over {len(plan.replicas)} replica head(s)",
+            f"{spec.gateway.policy} over {_workers(plan)}",
         ),
         (
             "monitoring",

@@ -31,6 +31,7 @@ DERIVED_ENV = frozenset(
         "VLLM_API_KEY",
         "RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES",
         "VLLM_HOST_IP",
+        "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT",  # PD prefill: disaggregation.abort_request_timeout_s
     }
 )
 """Environment variables the plan sets itself; the spec may not set them in serving.env."""

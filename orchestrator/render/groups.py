@@ -3,6 +3,7 @@
   npu, build, gateway, monitoring    the servers of each role
   container_runtime                  where a container engine runs
   replica_<name>, rollout_<group>    the servers of each replica, the replicas of each rollout group
+  pd_instance_<name>, pd_<role>      PD sites: the servers of each instance, the instances of each pool
   phase_<name>                       the hosts each phase runs on (planning.phases: Phase.hosts); every
                                      play of playbooks/<name>.yml targets it or one of its parts:
   phase_<name>_<part>                the hosts some plays of the phase narrow to (Phase.parts)
@@ -34,6 +35,20 @@ def _phase_groups(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     return children
 
 
+def _pd_groups(plan: SitePlan) -> dict[str, Any]:
+    children: dict[str, Any] = {}
+    if plan.pd is None:
+        return children
+    pools: dict[str, list[str]] = {"prefill": [], "decode": []}
+    for inst in plan.pd.instances:
+        name = f"pd_instance_{inst.name}".replace("-", "_")
+        children[name] = {"hosts": dict.fromkeys(inst.servers)}
+        pools[inst.role].append(name)
+    for role, names in pools.items():
+        children[f"pd_{role}"] = {"children": dict.fromkeys(names)}
+    return children
+
+
 def inventory_groups(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     """hosts.yml: every group under `all`, in a fixed order."""
     children: dict[str, Any] = {}
@@ -51,6 +66,7 @@ def inventory_groups(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         groups.setdefault(rep.group, []).append(f"replica_{rep.name}".replace("-", "_"))
     for group, reps in groups.items():
         children[f"rollout_{group}".replace("-", "_")] = {"children": dict.fromkeys(reps)}
+    children.update(_pd_groups(plan))
     children.update(_phase_groups(spec, plan))
     return {"all": {"children": children}}
 

@@ -7,7 +7,8 @@ Layout written by the renderer:
   group_vars/all.yml      site-wide settings (SSH, versions, model, rollout, monitoring)
   group_vars/npu.yml      host-layer settings shared by NPU servers (packages, tuning, HCCN options)
   host_vars/<host>.yml    everything per host: address, chip, HCCN addresses, serving instances (a Ray
-                          replica's members also carry `ray`: GCS address, NPUs, `ray start` argv)
+                          replica's members also carry `ray`: GCS address, NPUs, `ray start` argv), on a
+                          PD site its DP ranks (render/vars/serve_pd.py)
 Secrets stay references ('env:NAME' / 'file:PATH'); roles resolve them on the controller at run time.
 """
 
@@ -31,6 +32,7 @@ from orchestrator.render.vars.monitoring import monitoring_vars
 from orchestrator.render.vars.network import network_gate_vars, network_host_vars, network_vars
 from orchestrator.render.vars.preflight import preflight_host_vars, preflight_vars
 from orchestrator.render.vars.serve import instance, serve_vars
+from orchestrator.render.vars.serve_pd import pd_host_ranks, serve_pd_vars
 from orchestrator.render.vars.weights import weights_vars
 from orchestrator.spec.site import SiteSpec
 
@@ -46,6 +48,7 @@ def _all_vars(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> dict[str, Any
         **image_vars(spec, plan),
         **weights_vars(spec),
         **serve_vars(spec, plan),
+        **serve_pd_vars(plan),
         **monitoring_vars(spec, plan),
         **preflight_vars(plan),
         **gateway_vars(spec, plan),
@@ -66,8 +69,11 @@ def _npu_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
 Members = list[tuple[ReplicaPlan, MemberPlan]]
 
 
-def _host_vars(plan: SitePlan, host: HostPlan, members: Members) -> dict[str, Any]:
-    """host_vars/<host>.yml; members: the host's replica memberships in plan order (looked up once)."""
+def _host_vars(
+    plan: SitePlan, host: HostPlan, members: Members, pd_ranks: list[dict[str, Any]] | None
+) -> dict[str, Any]:
+    """host_vars/<host>.yml; members: the host's replica memberships in plan order (looked up once);
+    pd_ranks: its PD ranks (None on an aggregated site: no vllm_serve_pd_ranks then)."""
     out = common_host_vars(host)
     if host.chip is not None:
         out.update({"npu_chip": host.chip, "npu_device_count": host.devices})
@@ -75,6 +81,8 @@ def _host_vars(plan: SitePlan, host: HostPlan, members: Members) -> dict[str, An
         out.update(host_tuning_host_vars(plan, host))
     out.update(preflight_host_vars(host))
     out["vllm_serve_instances"] = [instance(plan, rep, m, host.chip or "") for rep, m in members]
+    if pd_ranks is not None:
+        out["vllm_serve_pd_ranks"] = pd_ranks
     if host.chip is not None:
         out.update(network_gate_vars(host))
     return out
@@ -91,6 +99,8 @@ def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
     for rep in plan.replicas:
         for m in rep.members:
             members.setdefault(m.server, []).append((rep, m))
+    pd = pd_host_ranks(plan)
     for host in plan.hosts:
-        files[f"host_vars/{host.name}.yml"] = _host_vars(plan, host, members.get(host.name, []))
+        ranks = pd.get(host.name, []) if plan.pd is not None else None
+        files[f"host_vars/{host.name}.yml"] = _host_vars(plan, host, members.get(host.name, []), ranks)
     return files

@@ -62,9 +62,7 @@ class Migration:
 class MigrateError(Exception):
     """The spec cannot be migrated: a sentence, its fix and, when known, where in the file."""
 
-    def __init__(
-        self, message: str, fix: str, position: Position | None = None, path: SpecPath = ()
-    ) -> None:
+    def __init__(self, message: str, fix: str, position: Position | None = None, path: SpecPath = ()) -> None:
         super().__init__(message)
         self.message, self.fix, self.position, self.path = message, fix, position, path
 
@@ -145,7 +143,7 @@ def migrate_document(doc: Document) -> Migration:
         raise MigrateError(
             f"ruamel.yaml cannot read this file to rewrite it: {str(exc).splitlines()[0]}",
             f"add 'spec_version: {SPEC_VERSION}' as the first key and make the changes docs/spec.md lists "
-            "(\"Migrations\") by hand",
+            '("Migrations") by hand',
         ) from None
     changes: list[Change] = []
     for step in range(version, SPEC_VERSION):
@@ -243,9 +241,9 @@ def _verify(doc: Document, text: str, changes: list[Change]) -> None:
         "the rewritten file would read differently from the original beyond the migration's changes (at "
         f"{differs}): ruamel.yaml, which rewrites it, reads some values unlike the spec loader (e.g. an "
         "unquoted 910_93)",
-        f"quote that value (e.g. chip: \"910_93\") and run `orchestrator migrate SITE` again, or add "
+        f'quote that value (e.g. chip: "910_93") and run `orchestrator migrate SITE` again, or add '
         f"'spec_version: {SPEC_VERSION}' as the first key and make the changes docs/spec.md lists "
-        "(\"Migrations\") by hand",
+        '("Migrations") by hand',
     )
 
 

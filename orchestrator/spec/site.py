@@ -38,7 +38,7 @@ class SiteSpec(SpecModel):
         le=SPEC_VERSION,
         description="Format of this file, written first: the release's current format is "
         f"{SPEC_VERSION}. A spec without it is format 0 (written before formats were numbered): "
-        "`orchestrator migrate SITE` rewrites it (section \"Spec format version\" above).",
+        '`orchestrator migrate SITE` rewrites it (section "Spec format version" above).',
     )
     site: Name = Field(description="Site name (also the inventory folder name).")
     ssh: Ssh = Field(default_factory=Ssh)

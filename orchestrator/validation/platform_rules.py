@@ -50,9 +50,8 @@ def _aiv_across_servers(spec: SiteSpec) -> Iterator[Finding]:
         if not chip.hccl_aiv_one_server:
             continue
         ep = (rep.parallelism or spec.serving.parallelism).ep
-        what = (
-            f"replica '{rep.name}' spans {len(set(rep.servers))} {chip.product} servers"
-            + (" with expert parallelism" if ep else "")
+        what = f"replica '{rep.name}' spans {len(set(rep.servers))} {chip.product} servers" + (
+            " with expert parallelism" if ep else ""
         )
         message = (
             f"HCCL_OP_EXPANSION_MODE=AIV: {what}, and CANN runs AIV AlltoAllV on {chip.product} within one "

@@ -346,7 +346,7 @@ def test_visible_devices_per_member(spec: Path) -> None:
     hosts = _host_vars(result)
     profiles = {s.name: result.spec.profiles[s.profile] for s in result.spec.servers if s.profile}
     seen = 0
-    for rep in data["serving"]["replicas"]:
+    for rep in data["serving"].get("replicas", []):  # a PD site has none: tests/unit/test_pd_render.py
         for server in rep["servers"]:
             prof = profiles[server]
             count = prof.cards * (prof.devices_per_card or get_chip(prof.chip).devices_per_card_default)
