@@ -1,0 +1,137 @@
+"""The ports a PD instance listens on, per server: one API port per local DP rank (pool port + i), the DP
+RPC port on its first server, and the Mooncake handshake ports.
+
+Each DP rank r binds kv_port + r x tp x pp + device index (MooncakeConnectorScheduler.side_channel_port and
+KVCacheSendingThread.run in vllm_ascend/distributed/kv_transfer/kv_p2p/mooncake_connector.py @v0.23.0), so the
+k-th server of an instance with L ranks per server binds [kv_port + k L tp pp, kv_port + (k+1) L tp pp).
+AscendDirectTransport takes random ports in [20000, 20000 + NPUs per server x 1000), so a kv port there fails
+now and then with "zmq.error.ZMQError: Address already in use" (docs/source/tutorials/features/
+pd_disaggregation_mooncake_multi_node.md @v0.23.0, "kv_port Configuration Guide": >= 28000 on 8-NPU servers,
+>= 36000 on 16-NPU servers).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from orchestrator.planning.build import port_claims
+from orchestrator.spec.findings import Finding, Related, SpecPath, error
+from orchestrator.spec.site import SiteSpec
+from orchestrator.validation.pd_common import (
+    devices_per_rank,
+    instances,
+    kv_port,
+    ranks_per_server,
+    server_profiles,
+)
+
+RANDOM_BASE = 20000
+RANDOM_PER_NPU = 1000
+_GUIDE = "pd_disaggregation_mooncake_multi_node.md @v0.23.0, kv_port Configuration Guide"
+
+
+@dataclass(frozen=True)
+class Claim:
+    lo: int
+    hi: int  # exclusive
+    what: str
+    path: SpecPath
+    pd: bool
+    kv: bool = False
+
+    def span(self) -> str:
+        return str(self.lo) if self.hi == self.lo + 1 else f"{self.lo}-{self.hi - 1}"
+
+
+def pd_claims(spec: SiteSpec) -> dict[str, list[Claim]]:
+    """Per server, the port ranges the PD instances listen on, in spec order."""
+    out: dict[str, list[Claim]] = defaultdict(list)
+    for p, i, inst in instances(spec):
+        local = ranks_per_server(p.pool, inst)
+        if local is None:
+            continue  # pd_layout_rules reports it
+        label = f"{p.role} instance '{inst.name}'"
+        per_server = local * devices_per_rank(p.pool)
+        kv = kv_port(p.pool, i)
+        kv_path = p.field("instances", i, "kv_port") if inst.kv_port is not None else p.field("kv_port")
+        for k, server in enumerate(dict.fromkeys(inst.servers)):
+            out[server].append(Claim(p.pool.port, p.pool.port + local, f"{label} API", p.field("port"), True))
+            if k == 0:
+                out[server].append(
+                    Claim(
+                        p.pool.dp_rpc_port,
+                        p.pool.dp_rpc_port + 1,
+                        f"{label} DP RPC",
+                        p.field("dp_rpc_port"),
+                        True,
+                    )
+                )
+            lo = kv + k * per_server
+            out[server].append(Claim(lo, lo + per_server, f"{label} Mooncake kv ports", kv_path, True, True))
+    return out
+
+
+def check(spec: SiteSpec) -> Iterator[Finding]:
+    claims = pd_claims(spec)
+    profiles = server_profiles(spec)
+    for server, mine in claims.items():
+        for c in mine:
+            if c.hi - 1 > 65535:
+                yield error(
+                    c.path,
+                    f"{c.what} on '{server}' would run to port {c.hi - 1}, past 65535",
+                    "lower the port so the whole range fits",
+                    "ports",
+                )
+        prof = profiles.get(server)
+        if prof is not None:
+            yield from _random_range(server, prof.devices, [c for c in mine if c.kv])
+    for server, found in claims.items():
+        others = [
+            Claim(port, port + 1, what, path, False)
+            for port, what, path in port_claims(spec, []).get(server, [])
+        ]
+        yield from _overlaps(server, others + found)
+
+
+def _random_range(server: str, npus: int, kv: list[Claim]) -> Iterator[Finding]:
+    top = RANDOM_BASE + npus * RANDOM_PER_NPU
+    for c in kv:
+        if c.lo < top and c.hi > RANDOM_BASE:
+            yield error(
+                c.path,
+                f"{c.what} on '{server}' ({c.span()}) fall in AscendDirectTransport's random port range "
+                f"[{RANDOM_BASE}, {top}) of a {npus}-NPU server: the connector then fails now and then with "
+                f'"ZMQError: Address already in use" ({_GUIDE})',
+                f"set the kv_port to {top} or more (the tutorial: >= 28000 on 8-NPU, >= 36000 on 16-NPU "
+                "servers)",
+                "pd-kv-port",
+            )
+
+
+def _overlaps(server: str, claims: list[Claim]) -> Iterator[Finding]:
+    """Each overlap with an earlier-starting claim, reported at the PD claim (the later one of two)."""
+    order = {id(c): n for n, c in enumerate(claims)}
+    reach: Claim | None = None
+    for c in sorted(claims, key=lambda x: (x.lo, order[id(x)])):
+        if reach is not None and c.lo < reach.hi and (c.pd or reach.pd):
+            later, earlier = (
+                (c, reach) if (order[id(c)] > order[id(reach)] and c.pd) or not reach.pd else (reach, c)
+            )
+            fix = "give one of them another port"
+            if later.kv:
+                fix = (
+                    f"move this kv_port so its {later.hi - later.lo} ports on '{server}' clear "
+                    f"{earlier.span()} (set the instance's own kv_port, or the pool's)"
+                )
+            yield error(
+                later.path,
+                f"on '{server}', {later.what} ({later.span()}) overlap {earlier.what} ({earlier.span()})",
+                fix,
+                "ports",
+                (Related(earlier.path, earlier.what),),
+            )
+        if reach is None or c.hi > reach.hi:
+            reach = c
