@@ -105,13 +105,15 @@ def with_code(result: ValidationResult, code: str) -> list[Finding]:
     return [f for f in result.findings if f.code == code]
 
 
-def expect(text: str, code: str, path: str, snippet: str, *, only: bool = True) -> Finding:
-    """The one finding `code` at `path`, on the line of `snippet`; with `only`, no other error either."""
+def expect(text: str, code: str, path: str, snippet: str | int, *, only: bool = True) -> Finding:
+    """The one finding `code` at `path`, on the line of `snippet` (or that line number); with `only`, no other
+    error either."""
     result = validate(text)
     hits = [f for f in with_code(result, code) if format_path(f.path) == path]
     assert len(hits) == 1, [(f.code, format_path(f.path), f.message) for f in result.findings]
     f = hits[0]
-    assert f.position is not None and f.position.line == line_of(text, snippet), (f.position, snippet)
+    line = snippet if isinstance(snippet, int) else line_of(text, snippet)
+    assert f.position is not None and f.position.line == line, (f.position, snippet)
     if only and f.is_error:
         others = [(g.code, format_path(g.path), g.message) for g in result.errors if g is not f]
         assert not others, others
@@ -122,3 +124,35 @@ def clean(text: str, code: str) -> None:
     """The fixed spec has no finding with `code`."""
     found = with_code(validate(text), code)
     assert not found, [(f.code, format_path(f.path), f.message) for f in found]
+
+
+SHARED = edit(
+    BASE,
+    ("  - {name: a3-02, address: 10.30.0.12, profile: atlas-800t-a3}\n", ""),
+    ("  - {name: a3-03, address: 10.30.0.13, profile: atlas-800t-a3}\n", ""),
+    ("  - {name: a3-04, address: 10.30.0.14, profile: atlas-800t-a3}\n", ""),
+    (
+        "  name: DeepSeek-R1-W8A8\n  weights_path: /data/models/DeepSeek-R1-W8A8\n",
+        "  name: DeepSeek-R1-Distill-Qwen-32B\n  weights_path: /data/models/DeepSeek-R1-Distill-Qwen-32B\n",
+    ),
+    ("{tp: 8, dp: 2, ep: true}", "{tp: 4, dp: 1}"),
+    ("{tp: 1, dp: 32, ep: true}", "{tp: 4, dp: 1}"),
+    ("      kv_port: 36200\n", "      kv_port: 36100\n"),
+    ("      speculative_config: {method: deepseek_mtp, num_speculative_tokens: 1}\n      env", "      env"),
+    (
+        "      speculative_config: {method: deepseek_mtp, num_speculative_tokens: 1}\n      compilation",
+        "      compilation",
+    ),
+    ("additional_config: {enable_shared_expert_dp: true}", "additional_config: {}"),
+    (
+        "additional_config: {recompute_scheduler_enable: true, multistream_overlap_shared_expert: true}",
+        "additional_config: {recompute_scheduler_enable: true}",
+    ),
+    (
+        "        - {name: p0, servers: [a3-01]}\n        - {name: p1, servers: [a3-02]}",
+        "        - {name: p0, servers: [a3-01], devices: [0, 1, 2, 3]}",
+    ),
+    ("{name: d0, servers: [a3-03, a3-04]}", "{name: d0, servers: [a3-01], devices: [4, 5, 6, 7]}"),
+)
+"""One A3 server shared by a prefill and a decode instance (disjoint devices, kv ports 36000 and 36100), a
+dense model (DeepSeek-R1-Distill-Qwen-32B, TP4 on each side)."""
