@@ -85,30 +85,40 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
                     "lower the port so the whole range fits",
                     "ports",
                 )
-        prof = profiles.get(server)
-        if prof is not None:
-            yield from _random_range(server, prof.devices, [c for c in mine if c.kv])
+    placed = [
+        (server, profiles[server].devices, c)
+        for server, mine in claims.items()
+        if server in profiles
+        for c in mine
+        if c.kv
+    ]
+    yield from in_random_range(placed)
+    base = port_claims(spec, [])  # ssh, exporters, Prometheus, the gateway: once, not per server
     for server, found in claims.items():
-        others = [
-            Claim(port, port + 1, what, path, False)
-            for port, what, path in port_claims(spec, []).get(server, [])
-        ]
+        others = [Claim(port, port + 1, what, path, False) for port, what, path in base.get(server, [])]
         yield from _overlaps(server, others + found)
 
 
-def _random_range(server: str, npus: int, kv: list[Claim]) -> Iterator[Finding]:
-    top = RANDOM_BASE + npus * RANDOM_PER_NPU
-    for c in kv:
-        if c.lo < top and c.hi > RANDOM_BASE:
-            yield error(
-                c.path,
-                f"{c.what} on '{server}' ({c.span()}) fall in AscendDirectTransport's random port range "
-                f"[{RANDOM_BASE}, {top}) of a {npus}-NPU server: the connector then fails now and then with "
-                f'"ZMQError: Address already in use" ({_GUIDE})',
-                f"set the kv_port to {top} or more (the tutorial: >= 28000 on 8-NPU, >= 36000 on 16-NPU "
-                "servers)",
-                "pd-kv-port",
-            )
+def in_random_range(placed: list[tuple[str, int, Claim]]) -> Iterator[Finding]:
+    """One finding per kv port field whose ranges reach into the random range of their server
+    (placed: server, its NPU count, a kv claim on it)."""
+    hits: dict[tuple[str, SpecPath], list[tuple[str, int, Claim]]] = {}
+    for server, npus, c in placed:
+        if c.lo < RANDOM_BASE + npus * RANDOM_PER_NPU and c.hi > RANDOM_BASE:
+            hits.setdefault((c.what, c.path), []).append((server, npus, c))
+    for (what, path), found in hits.items():
+        npus = max(n for _, n, _ in found)
+        top = RANDOM_BASE + npus * RANDOM_PER_NPU
+        where = " and ".join(f"'{server}' ({c.span()})" for server, _, c in found)
+        yield error(
+            path,
+            f"{what} on {where} fall in AscendDirectTransport's random port range [{RANDOM_BASE}, "
+            f"{top}) of a "
+            f"{npus}-NPU server: the connector then fails now and then with "
+            f'"ZMQError: Address already in use" ({_GUIDE})',
+            f"set the kv_port to {top} or more (the tutorial: >= 28000 on 8-NPU, >= 36000 on 16-NPU servers)",
+            "pd-kv-port",
+        )
 
 
 def _overlaps(server: str, claims: list[Claim]) -> Iterator[Finding]:
