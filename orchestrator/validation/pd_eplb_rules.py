@@ -111,14 +111,13 @@ def _divisible(spec: SiteSpec, p: Pool, experts: int, eplb: dict[str, Any]) -> I
     total = experts + found.count
     if total % ep == 0:
         return
-    fits = [r for r in range(found.count, found.count + ep + 1) if (experts + r) % ep == 0]
+    fit = found.count + (-total) % ep  # the next count that makes the sum a multiple of ep
     yield error(
         found.path,
         f"{p.role}: {experts} routed experts + {found.count} redundant ({found.written}) = {total} is not "
         f"divisible by the instance's expert-parallel size {ep} (tp {par.tp} x dp {par.dp}); {_DOC}: "
         '"(num_experts + num_redundant_experts) must be divisible by the expert-parallel size"',
-        f"set num_redundant_experts to {fits[0]} (or another value that makes {experts} + it a multiple "
-        f"of {ep})",
+        f"set num_redundant_experts to {fit} (or another value that makes {experts} + it a multiple of {ep})",
         CODE,
     )
 

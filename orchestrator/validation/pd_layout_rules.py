@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from orchestrator.planning.resolve import ResolvedProfile
+from orchestrator.planning.resolve import ResolvedProfile, resolve_model
 from orchestrator.spec.findings import Finding, Related, SpecPath, error
 from orchestrator.spec.site import SiteSpec
 from orchestrator.validation.pd_common import (
@@ -34,6 +34,7 @@ _DESIGN_DOC = "docs/source/developer_guide/Design_Documents/disaggregated_prefil
 def check(spec: SiteSpec) -> Iterator[Finding]:
     """Everything but the server references (references.py asks server_references: the plan needs them)."""
     yield from _tp_ratio(spec)
+    yield from _model_fit(spec)
     profiles = server_profiles(spec)
     yield from _generation(spec, profiles)
     yield from _fit(spec, profiles)
@@ -106,6 +107,45 @@ def _tp_ratio(spec: SiteSpec) -> Iterator[Finding]:
             "set decode pp to 1 and spread the decode instance with tp and dp",
             "pd-parallelism",
         )
+
+
+def _model_fit(spec: SiteSpec) -> Iterator[Finding]:
+    """What the model allows of each pool's parallelism (as plan_checks/layout.py for replicas)."""
+    try:
+        arch = resolve_model(spec.model)
+    except KeyError:
+        return  # model_rules reports it
+    for p in pools(spec):
+        par = p.pool.parallelism
+        if arch.heads % par.tp:
+            yield error(
+                p.field("parallelism", "tp"),
+                f"{arch.name} has {arch.heads} attention heads, which {p.role} tp={par.tp} does not divide",
+                f"use a tp that divides {arch.heads}",
+                "topology",
+            )
+        elif arch.attention == "gqa" and arch.kv_heads % par.tp and par.tp % arch.kv_heads:
+            yield error(
+                p.field("parallelism", "tp"),
+                f"{arch.name} has {arch.kv_heads} KV heads: {p.role} tp={par.tp} must divide them, or be a "
+                "multiple of them (vLLM then replicates KV heads)",
+                f"use a tp that divides {arch.kv_heads} or is a multiple of it",
+                "topology",
+            )
+        if par.pp > arch.layers:
+            yield error(
+                p.field("parallelism", "pp"),
+                f"{p.role} pp={par.pp} exceeds the {arch.layers} layers of {arch.name}",
+                "lower pp",
+                "topology",
+            )
+        if par.ep and not arch.moe:
+            yield error(
+                p.field("parallelism", "ep"),
+                f"{p.role}: expert parallelism needs a mixture-of-experts model; {arch.name} is dense",
+                f"set {p.name('parallelism', 'ep')}: false",
+                "topology",
+            )
 
 
 def _divisor_below(n: int, limit: int) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.pd.pd_site import BASE, clean, edit, expect, validate
+from tests.unit.pd.pd_site import BASE, SHARED, clean, edit, expect, validate
 
 DISAGG = "serving.disaggregation"
 
@@ -89,7 +89,12 @@ def test_prefill_tp_below_decode_tp() -> None:
 
 def test_prefill_tp_not_a_multiple_of_decode_tp() -> None:
     text = edit(BASE, ("{tp: 1, dp: 32, ep: true}", "{tp: 3, dp: 10, ep: true}"))
-    f = expect(text, "pd-parallelism", f"{DISAGG}.prefill.parallelism.tp", "{tp: 8, dp: 2, ep: true}")
+    f = expect(
+        text, "pd-parallelism", f"{DISAGG}.prefill.parallelism.tp", "{tp: 8, dp: 2, ep: true}", only=False
+    )
+    # DeepSeek's 128 heads: any decode tp that does not divide 8 does not divide them either
+    (heads,) = [g for g in validate(text).errors if g.code != f.code]
+    assert heads.code == "topology" and "128 attention heads, which decode tp=3" in heads.message
     assert "P_tp % D_tp == 0" in f.message and f.fix and "e.g. 2" in f.fix
     clean(edit(BASE, ("{tp: 1, dp: 32, ep: true}", "{tp: 2, dp: 16, ep: true}")), "pd-parallelism")
 
@@ -172,3 +177,10 @@ def test_instance_server_without_the_npu_role() -> None:
 
 def test_servers_of_the_pools_are_not_idle() -> None:
     assert not [f for f in validate(BASE).findings if f.code == "idle"]
+
+
+def test_ep_on_a_dense_model() -> None:
+    text = edit(SHARED, ("{tp: 4, dp: 1}\n      port: 7200", "{tp: 4, dp: 1, ep: true}\n      port: 7200"))
+    f = expect(text, "topology", f"{DISAGG}.decode.parallelism.ep", "{tp: 4, dp: 1, ep: true}")
+    assert "is dense" in f.message
+    clean(SHARED, "topology")
