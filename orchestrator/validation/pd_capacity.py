@@ -15,6 +15,7 @@ from orchestrator.planning.speculative import MTP_METHODS, mtp_draft
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
 from orchestrator.validation.pd_common import Pool, devices_per_rank, pools, ranks_per_server, server_profiles
+from orchestrator.validation.prelaunch_rules import dispatch_shape, needed_hccl_buffsize_mb
 
 CODE = "capacity"
 
@@ -57,6 +58,30 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
             if found:
                 yield from found
                 break  # the pool's instances share their settings: one report per pool
+        yield from _hccl_buffsize(spec, p, arch)
+
+
+def _hccl_buffsize(spec: SiteSpec, p: Pool, arch: ModelArch) -> Iterator[Finding]:
+    """HCCL_BUFFSIZE of the pool against MoE dispatch/combine under EP (prelaunch_rules.py's estimate)."""
+    par = p.pool.parallelism
+    if not arch.moe or not par.ep or par.tp * par.dp < 2:
+        return
+    seqs = p.pool.max_num_seqs or spec.serving.max_num_seqs
+    quantized = effective_quantization(spec.model, arch) != "none"
+    need = needed_hccl_buffsize_mb(dispatch_shape(arch, par, seqs, quantized))
+    have = p.pool.hccl_buffsize_mb or spec.serving.hccl.buffsize_mb
+    if have >= need:
+        return
+    yield warning(
+        p.field("hccl_buffsize_mb") if p.pool.hccl_buffsize_mb else ("serving", "hccl", "buffsize_mb"),
+        f"{p.role}: MoE dispatch/combine with expert parallelism over {par.tp * par.dp} ranks and "
+        "max_num_seqs "
+        f"{seqs} needs HCCL_BUFFSIZE of at least about {need} MB; the pool gets {have} (vllm-ascend PR "
+        "#5287: "
+        '"HCCL_BUFFSIZE is too SMALL")',
+        f"set {p.name('hccl_buffsize_mb')} to {-(-need // 64) * 64} or more, or lower max_num_seqs",
+        "hccl",
+    )
 
 
 def _findings(

@@ -54,6 +54,17 @@ def test_full_concurrency_warns_per_pool() -> None:
     assert validate(text).plan is not None
 
 
+def test_decode_hccl_buffer_for_moe_dispatch() -> None:
+    text = edit(
+        BASE,
+        ("      hccl_buffsize_mb: 1024\n", "      hccl_buffsize_mb: 64\n"),
+        (DECODE_SEQS, "      max_num_seqs: 32\n      additional"),
+    )
+    f = expect(text, "hccl", f"{D}.hccl_buffsize_mb", "hccl_buffsize_mb: 64")
+    assert not f.is_error and "over 32 ranks and max_num_seqs 32" in f.message
+    clean(BASE, "hccl")
+
+
 def _instance(name: str, role: PdRole, engine_id: str) -> PdInstancePlan:
     cap = Capacity(61.0, 55.0, 40.0, 2.0, 1.0, 8, 9)
     return PdInstancePlan(
