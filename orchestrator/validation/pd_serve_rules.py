@@ -67,12 +67,15 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
 
 
 def _batch(spec: SiteSpec, p: Pool) -> Iterator[Finding]:
-    seqs = p.pool.max_num_seqs or spec.serving.max_num_seqs
-    tokens = p.pool.max_num_batched_tokens or spec.serving.max_num_batched_tokens
+    """max_num_batched_tokens >= max_num_seqs when the pool sets either (serving_rules checks serving's)."""
+    own_seqs, own_tokens = p.pool.max_num_seqs, p.pool.max_num_batched_tokens
+    if own_seqs is None and own_tokens is None:
+        return
+    seqs = own_seqs or spec.serving.max_num_seqs
+    tokens = own_tokens or spec.serving.max_num_batched_tokens
     if tokens is not None and tokens < seqs:
-        where = "max_num_batched_tokens" if p.pool.max_num_batched_tokens else "max_num_seqs"
         yield error(
-            p.field(where) if p.pool.max_num_seqs or p.pool.max_num_batched_tokens else p.path,
+            p.field("max_num_batched_tokens" if own_tokens is not None else "max_num_seqs"),
             f"{p.role}: max_num_batched_tokens {tokens} is below max_num_seqs {seqs}; vLLM refuses to start",
             f"raise {p.name('max_num_batched_tokens')} to at least {seqs}",
             "vllm-args",

@@ -198,3 +198,15 @@ def test_pool_env_secret_is_refused() -> None:
     )
     f = expect(text, "secret", f"{P}.env.HF_TOKEN", "env: {HF_TOKEN")
     assert "looks like a secret" in f.message
+
+
+def test_pool_batched_tokens_below_its_max_num_seqs() -> None:
+    text = edit(
+        BASE,
+        (
+            "      max_num_seqs: 8\n      additional",
+            "      max_num_seqs: 8\n      max_num_batched_tokens: 4\n      additional",
+        ),
+    )
+    f = expect(text, "vllm-args", f"{D}.max_num_batched_tokens", "max_num_batched_tokens: 4")
+    assert "decode: max_num_batched_tokens 4 is below max_num_seqs 8" in f.message

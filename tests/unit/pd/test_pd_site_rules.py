@@ -72,6 +72,12 @@ def test_layerwise_connector_is_accepted_on_the_pinned_release() -> None:
     )
 
 
+def test_connector_newer_than_the_pinned_release() -> None:
+    text = edit(BASE, ("    version: v0.23.0\n", "    version: v0.9.1\n"))
+    f = expect(text, "pd-connector", f"{DISAGG}.connector", "connector: MooncakeConnectorV1", only=False)
+    assert "first shipped in vllm-ascend v0.10.1rc1; the pinned release is v0.9.1" in f.message
+
+
 def test_gateway_is_required() -> None:
     text = edit(BASE, ("gateway:\n  enabled: true", "gateway:\n  enabled: false"))
     f = expect(text, "pd-gateway", "gateway.enabled", "  enabled: false")
