@@ -75,10 +75,8 @@ def _hccl_buffsize(spec: SiteSpec, p: Pool, arch: ModelArch) -> Iterator[Finding
     yield warning(
         p.field("hccl_buffsize_mb") if p.pool.hccl_buffsize_mb else ("serving", "hccl", "buffsize_mb"),
         f"{p.role}: MoE dispatch/combine with expert parallelism over {par.tp * par.dp} ranks and "
-        "max_num_seqs "
-        f"{seqs} needs HCCL_BUFFSIZE of at least about {need} MB; the pool gets {have} (vllm-ascend PR "
-        "#5287: "
-        '"HCCL_BUFFSIZE is too SMALL")',
+        f"max_num_seqs {seqs} needs HCCL_BUFFSIZE of at least about {need} MB; the pool gets {have} "
+        '(vllm-ascend PR #5287: "HCCL_BUFFSIZE is too SMALL")',
         f"set {p.name('hccl_buffsize_mb')} to {-(-need // 64) * 64} or more, or lower max_num_seqs",
         "hccl",
     )
@@ -109,10 +107,9 @@ def _findings(
         yield error(
             ("serving", "max_model_len"),
             f"{p.role}: one sequence of max_model_len {s.max_model_len} needs {c.kv_gib_per_seq:.2f} "
-            "GiB of KV "
-            f"cache per device, but only {max(c.kv_budget_gib, 0):.2f} GiB is left after weights and runtime",
-            f"lower max_model_len to {fit_len} or less, raise {p.name('gpu_memory_utilization')}, or spread "
-            "the pool wider"
+            f"GiB of KV cache per device, but only {max(c.kv_budget_gib, 0):.2f} GiB is left after weights and runtime",
+            f"lower max_model_len to {fit_len} or less, raise {p.name('gpu_memory_utilization')}, or "
+            "spread the pool wider"
             if fit_len
             else "spread the pool over more devices or use a quantized model",
             CODE,

@@ -94,8 +94,7 @@ def _tp_ratio(spec: SiteSpec) -> Iterator[Finding]:
             f"prefill tp {ptp} is not a multiple of decode tp {dtp}: for unequal TP the Mooncake connector "
             f"supports only P_tp > D_tp with P_tp % D_tp == 0 ({_DESIGN_DOC})",
             f"use a decode tp that divides {ptp} (e.g. {_divisor_below(ptp, dtp)}), or a prefill tp "
-            "that is a "
-            f"multiple of {dtp}",
+            f"that is a multiple of {dtp}",
             "pd-parallelism",
             related,
         )

@@ -16,6 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from orchestrator.planning import hccl_ports
 from orchestrator.planning.build import port_claims
 from orchestrator.spec.findings import Finding, Related, SpecPath, error
 from orchestrator.spec.site import SiteSpec
@@ -93,6 +94,7 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
         if c.kv
     ]
     yield from in_random_range(placed)
+    yield from _hccl_base_port(spec)
     base = port_claims(spec, [])  # ssh, exporters, Prometheus, the gateway: once, not per server
     for server, found in claims.items():
         others = [Claim(port, port + 1, what, path, False) for port, what, path in base.get(server, [])]
@@ -113,8 +115,7 @@ def in_random_range(placed: list[tuple[str, int, Claim]]) -> Iterator[Finding]:
         yield error(
             path,
             f"{what} on {where} fall in AscendDirectTransport's random port range [{RANDOM_BASE}, "
-            f"{top}) of a "
-            f"{npus}-NPU server: the connector then fails now and then with "
+            f"{top}) of a {npus}-NPU server: the connector then fails now and then with "
             f'"ZMQError: Address already in use" ({_GUIDE})',
             f"set the kv_port to {top} or more (the tutorial: >= 28000 on 8-NPU, >= 36000 on 16-NPU servers)",
             "pd-kv-port",
@@ -145,3 +146,36 @@ def _overlaps(server: str, claims: list[Claim]) -> Iterator[Finding]:
             )
         if reach is None or c.hi > reach.hi:
             reach = c
+
+
+def _hccl_base_port(spec: SiteSpec) -> Iterator[Finding]:
+    """HCCL_IF_BASE_PORT written in serving.env or a pool's env reaches every DP rank of the pool, and each
+    rank is its own `vllm serve` with its own HCCL communicators: two ranks on one server listen from the same
+    base ("Failed to bind the IP port", EJ0003; vllm-ascend PR #16205 gives each job sharing a host its
+    own)."""
+    users: dict[str, int] = defaultdict(int)  # server -> instances on it
+    for _, _, inst in instances(spec):
+        for server in set(inst.servers):
+            users[server] += 1
+    for p, _, inst in instances(spec):
+        local = ranks_per_server(p.pool, inst)
+        env = {**spec.serving.env, **p.pool.env}
+        if hccl_ports.ENV not in env or local is None:
+            continue
+        shared = local > 1 or any(users[server] > 1 for server in inst.servers)
+        if not shared:
+            continue
+        where = (
+            p.field("env", hccl_ports.ENV)
+            if hccl_ports.ENV in p.pool.env
+            else ("serving", "env", hccl_ports.ENV)
+        )
+        yield error(
+            where,
+            f"{hccl_ports.ENV}={env[hccl_ports.ENV]} reaches every DP rank of the {p.role} pool, and "
+            f"{p.role} instance '{inst.name}' shares a server with another rank: each rank is its own "
+            "`vllm serve`, so only the first can bind its HCCL ports",
+            f"remove {hccl_ports.ENV} from {'.'.join(str(x) for x in where[:-1])}",
+            "hccl",
+        )
+        return

@@ -81,9 +81,8 @@ def _replicas_or_pools(spec: SiteSpec) -> Iterator[Finding]:
         yield error(
             ("serving", "disaggregation"),
             f"serving has both replicas ({len(s.replicas)}) and disaggregation: a PD site serves only "
-            "through "
-            "its prefill and decode pools, and the gateway's two-stage proxy has no place for a replica that "
-            "serves whole requests",
+            "through its prefill and decode pools, and the gateway's two-stage proxy has no place for a "
+            "replica that serves whole requests",
             "remove serving.replicas (move their servers into the pools' instances), or remove "
             "serving.disaggregation",
             "pd-serving",

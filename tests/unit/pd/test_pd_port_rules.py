@@ -72,3 +72,16 @@ def test_api_ports_of_pools_sharing_a_server() -> None:
     assert text.splitlines()[decode_port - 1] == "      port: 7100"
     f = expect(text, "ports", f"{DISAGG}.decode.port", decode_port)
     assert "decode instance 'd0' API (7100)" in f.message
+
+
+def test_hccl_base_port_in_a_pool_env_with_two_ranks_per_server() -> None:
+    text = edit(
+        BASE,
+        (
+            '      env: {VLLM_RPC_TIMEOUT: "3600000"}\n      extra_args: [--seed',
+            '      env: {HCCL_IF_BASE_PORT: "61000"}\n      extra_args: [--seed',
+        ),
+    )
+    f = expect(text, "hccl", f"{DISAGG}.prefill.env.HCCL_IF_BASE_PORT", "HCCL_IF_BASE_PORT")
+    assert "only the first can bind its HCCL ports" in f.message
+    clean(BASE, "hccl")
