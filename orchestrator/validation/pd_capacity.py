@@ -107,7 +107,8 @@ def _findings(
         yield error(
             ("serving", "max_model_len"),
             f"{p.role}: one sequence of max_model_len {s.max_model_len} needs {c.kv_gib_per_seq:.2f} "
-            f"GiB of KV cache per device, but only {max(c.kv_budget_gib, 0):.2f} GiB is left after weights and runtime",
+            f"GiB of KV cache per device, but only {max(c.kv_budget_gib, 0):.2f} GiB is left after weights "
+            "and runtime",
             f"lower max_model_len to {fit_len} or less, raise {p.name('gpu_memory_utilization')}, or "
             "spread the pool wider"
             if fit_len
