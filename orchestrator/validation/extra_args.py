@@ -9,7 +9,7 @@ option's type and choices.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 
 from orchestrator.catalog import (
     DEFAULT_RELEASE,
@@ -44,24 +44,31 @@ def plan_dests(table: FlagTable) -> dict[str, str]:
 
 
 def check(spec: SiteSpec) -> Iterator[Finding]:
-    args = spec.serving.extra_args
+    yield from check_args(spec, spec.serving.extra_args, ("serving", "extra_args"))
+
+
+def check_args(
+    spec: SiteSpec, args: Sequence[str], base: SpecPath, fields: Mapping[str, str] | None = None
+) -> Iterator[Finding]:
+    """The findings of one extra_args list at `base`; `fields` maps more options (argparse dest) the plan
+    sets for this list to the spec field to use instead (they win over PLAN_FIELDS)."""
     if not args:
         return
     vllm = pinned_vllm(spec)
     table = nearest_table(vllm)
     if table.vllm_version != vllm.removeprefix("v"):
         yield warning(
-            ("serving", "extra_args"),
+            base,
             f"there is no `vllm serve` flag table for vLLM {vllm}; extra_args are checked against "
             f"{table.label}, the closest older release",
             f"generate it: scripts/gen-vllm-flags --vllm {vllm.removeprefix('v')}",
             CODE,
         )
-    owned = plan_dests(table)
+    owned = plan_dests(table) | {d: f for d, f in (fields or {}).items() if table.by_dest(d) is not None}
     seen: dict[str, str] = {}
     after_unknown = False
     for use in read_args(args, table):
-        path: SpecPath = ("serving", "extra_args", use.index)
+        path: SpecPath = (*base, use.index)
         if use.option is None:
             if use.stray and after_unknown:
                 continue  # the value of an option already reported

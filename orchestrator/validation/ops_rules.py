@@ -85,6 +85,8 @@ def _rollout(spec: SiteSpec) -> Iterator[Finding]:
         )
     elif parse_batch_size(r.batch_size) is None:
         yield error(("rollout", "batch_size"), "batch_size must be at least 1", "write e.g. 1", "rollout")
+    if spec.serving.disaggregation is not None or not n:
+        return  # a PD site rolls out its pools, not replicas (no replicas at all: pd_rules reports it)
     if r.canary > n:
         yield error(
             ("rollout", "canary"),

@@ -7,6 +7,8 @@ from collections.abc import Iterator
 from orchestrator.planning.roles import hosts_with_role
 from orchestrator.spec.findings import Finding, error, warning
 from orchestrator.spec.site import SiteSpec
+from orchestrator.validation.pd_common import instances
+from orchestrator.validation.pd_layout_rules import server_references
 
 
 def _defaulted_without_profile(spec: SiteSpec, index: int) -> bool:
@@ -97,12 +99,17 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
                     "reference",
                 )
             used.add(name)
+    yield from server_references(spec)
+    used.update(name for _, _, inst in instances(spec) for name in inst.servers)
     for i, srv in enumerate(spec.servers):
         if "npu" in srv.roles and srv.name not in used and not _defaulted_without_profile(spec, i):
             yield warning(
                 ("servers", i, "name"),
-                f"NPU server '{srv.name}' serves no replica",
-                "add it to a replica or remove the 'npu' role",
+                f"NPU server '{srv.name}' serves no replica"
+                + (" and no prefill or decode instance" if spec.serving.disaggregation else ""),
+                "add it to a replica"
+                + (" or an instance" if spec.serving.disaggregation else "")
+                + " or remove the 'npu' role",
                 "idle",
             )
     for name in spec.profiles:

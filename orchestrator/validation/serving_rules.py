@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from orchestrator.planning.serve_args import DERIVED_ENV
 from orchestrator.spec.common import SECRET_NAME
-from orchestrator.spec.findings import Finding, error, warning
+from orchestrator.spec.findings import Finding, SpecPath, error, warning
 from orchestrator.spec.site import SiteSpec
 from orchestrator.validation import ascend_config, extra_args
 
@@ -23,9 +23,39 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
     s = spec.serving
     yield from extra_args.check(spec)
     yield from ascend_config.check(spec)
-    for key, value in s.env.items():
-        epath = ("serving", "env", key)
-        if not _ENV_NAME.match(key):
+    yield from check_env(s.env, ("serving", "env"))
+    if s.max_num_batched_tokens is not None and s.max_num_batched_tokens < s.max_num_seqs:
+        yield error(
+            ("serving", "max_num_batched_tokens"),
+            f"max_num_batched_tokens {s.max_num_batched_tokens} "
+            f"is below max_num_seqs {s.max_num_seqs}; vLLM refuses to start",
+            f"raise it to at least {s.max_num_seqs}",
+            "vllm-args",
+        )
+    if s.gpu_memory_utilization > 0.95:
+        yield warning(
+            ("serving", "gpu_memory_utilization"),
+            f"{s.gpu_memory_utilization:g} leaves little room for HCCL buffers and graph capture on Ascend",
+            "0.9-0.92 is the usual range",
+            "capacity",
+        )
+
+
+def check_env(
+    env: Mapping[str, str], base: SpecPath, derived: Mapping[str, str] | None = None
+) -> Iterator[Finding]:
+    """One env map at `base` (serving.env, a PD pool's env); `derived` names more variables the plan sets
+    there, each with the spec field to set instead."""
+    for key, value in env.items():
+        epath = (*base, key)
+        if derived and key in derived:
+            yield error(
+                epath,
+                f"{key} is set by the plan from {derived[key]}",
+                f"remove {key}; set {derived[key]}",
+                "env",
+            )
+        elif not _ENV_NAME.match(key):
             yield error(
                 epath, f"'{key}' is not a valid environment variable name", "use letters, digits, '_'", "env"
             )
@@ -57,18 +87,3 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
                 "token at run time",
                 "secret",
             )
-    if s.max_num_batched_tokens is not None and s.max_num_batched_tokens < s.max_num_seqs:
-        yield error(
-            ("serving", "max_num_batched_tokens"),
-            f"max_num_batched_tokens {s.max_num_batched_tokens} "
-            f"is below max_num_seqs {s.max_num_seqs}; vLLM refuses to start",
-            f"raise it to at least {s.max_num_seqs}",
-            "vllm-args",
-        )
-    if s.gpu_memory_utilization > 0.95:
-        yield warning(
-            ("serving", "gpu_memory_utilization"),
-            f"{s.gpu_memory_utilization:g} leaves little room for HCCL buffers and graph capture on Ascend",
-            "0.9-0.92 is the usual range",
-            "capacity",
-        )

@@ -10,6 +10,7 @@ from orchestrator.validation import (
     host_rules,
     model_rules,
     ops_rules,
+    pd_rules,
     platform_rules,
     prelaunch_rules,
     profile_rules,
@@ -38,4 +39,5 @@ def check_spec(spec: SiteSpec) -> tuple[list[Finding], bool]:
     findings += bench_rules.check(spec)
     findings += platform_rules.check(spec)
     findings += prelaunch_rules.check(spec)
+    findings += pd_rules.check(spec)
     return findings, plannable

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from ipaddress import IPv4Address
 
-from orchestrator.spec.findings import Finding, Related, SpecPath, error
+from orchestrator.spec.findings import Finding, Related, SpecPath, error, format_path
 from orchestrator.spec.hardware import Server
 from orchestrator.spec.site import SiteSpec
 
@@ -50,6 +50,29 @@ def _names(spec: SiteSpec) -> Iterator[Finding]:
                 (Related(("serving", "replicas", j, "name")),),
             )
         replicas.setdefault(rep.name, r)
+    yield from _instance_names(spec)
+
+
+def _instance_names(spec: SiteSpec) -> Iterator[Finding]:
+    """PD instance names, across both pools: each names its containers, gateway workers and engine id."""
+    d = spec.serving.disaggregation
+    if d is None:
+        return
+    first: dict[str, SpecPath] = {}
+    for role in ("prefill", "decode"):
+        for i, inst in enumerate(getattr(d, role).instances):
+            path: SpecPath = ("serving", "disaggregation", role, "instances", i, "name")
+            if inst.name in first:
+                yield error(
+                    path,
+                    f"instance name '{inst.name}' is used twice (also {format_path(first[inst.name])})",
+                    "give every prefill and decode instance a unique name: it names the instance's "
+                    "containers, "
+                    "its gateway workers and its Mooncake engine id",
+                    "unique",
+                    (Related(first[inst.name]),),
+                )
+            first.setdefault(inst.name, path)
 
 
 def _management_addresses(spec: SiteSpec) -> Iterator[Finding]:

@@ -17,6 +17,7 @@ from orchestrator.validation.plan_checks.hccn_addresses import HostAddress
 from orchestrator.validation.plan_checks.hccn_layout import check_hccn
 from orchestrator.validation.plan_checks.layout import dtype_findings, layout_findings
 from orchestrator.validation.plan_checks.layout_fix import merge_shared
+from orchestrator.validation.plan_checks.pd_engine_ids import engine_id_clashes
 from orchestrator.validation.plan_checks.sharing import device_overlaps, group_profiles, port_clashes
 
 __all__ = ["check_plan", "replica_layouts"]
@@ -65,4 +66,6 @@ def check_plan(
         derived = {h.name: h.hccn for h in plan.hosts}
         members = hccn_members(spec, profiles)
         findings += check_hccn(spec.network.hccn, members, derived, _host_addresses(spec))
+    if plan.pd is not None:
+        findings += engine_id_clashes(spec, plan.pd)
     return findings + port_clashes(spec, plan)
