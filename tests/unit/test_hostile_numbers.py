@@ -87,6 +87,23 @@ def _numeric_site() -> dict[str, object]:
     serving["hccl"] = {"buffsize_mb": 200, "connect_timeout_s": 120, "exec_timeout_s": 1836}
     serving["replicas"][0] |= {"port": 8000, "devices": [0, 1, 2, 3, 4, 5, 6, 7]}
     serving["replicas"][0]["parallelism"] = {"tp": 4, "dp": 4}
+    pool = {
+        "port": 7100,
+        "kv_port": 36000,
+        "dp_rpc_port": 12321,
+        "max_num_seqs": 8,
+        "max_num_batched_tokens": 4096,
+        "gpu_memory_utilization": 0.9,
+        "hccl_buffsize_mb": 256,
+        "parallelism": {"tp": 2, "pp": 1, "dp": 1},
+        "instances": [{"name": "p1", "servers": ["a2-01"], "devices": [0, 1], "kv_port": 36000}],
+    }
+    # the numbers of serving.disaggregation (next to replicas: the both-set error is not a type or value one)
+    serving["disaggregation"] = {
+        "abort_request_timeout_s": 480,
+        "prefill": pool,
+        "decode": pool | {"instances": [{"name": "d1", "servers": ["a2-02"], "devices": [0]}]},
+    }
     data["rollout"] = {
         "canary": 1,
         "batch_size": 1,
