@@ -9,6 +9,13 @@ URL is its head's endpoint without /v1 (http://<head address>:<port>), as rollou
 `vllm-router --help`), without --worker-urls: the router starts with no workers (with --worker-urls it exits
 when they are not healthy within --worker-startup-timeout-secs) and the role adds the replica heads through
 its worker API.
+
+A PD site (plan.pd, serving.disaggregation) is different, as measured with the real router 0.1.17
+(tests/unit/gateway_pd, docs/pd-gateway.md): its worker API cannot add a prefill or decode worker (POST
+/workers and /add_worker answer 400 "PD router requires specific add_prefill_server or add_decode_server
+methods"; with --enable-igw workers can be added but a request goes to one prefill worker only, no decode
+stage), so the argv carries every DP rank as a static --prefill URL none / --decode URL and the role
+replaces the router when the lists change (`gateway_pd`).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from orchestrator.planning.model import SitePlan
+from orchestrator.planning.pd_model import PdPlan
 from orchestrator.render.vars.serve import worker_url
 from orchestrator.spec.gateway import ROUTER_WHEELS, Gateway
 from orchestrator.spec.site import SiteSpec
@@ -65,6 +73,28 @@ def router_args(gw: Gateway, address: str) -> list[str]:
     return args
 
 
+def pd_router_args(gw: Gateway, pd: PdPlan) -> list[str]:
+    """The PD part of the argv: every prefill and decode DP rank as a static worker (one URL per rank).
+
+    - `--prefill URL none`: no bootstrap port. vllm-ascend's MooncakeConnectorV1 has no bootstrap server
+      (its handshake is the kv_port ZMQ side channel; vllm-ascend #12364), and the prefill's
+      kv_transfer_params carry remote_host/remote_port themselves.
+    - `--kv-connector nixl`: the router's default, written out: the prefill-first two-stage request
+      (prefill with max_tokens 1 and kv_transfer_params {do_remote_decode: true}, then decode with the
+      prefill's kv_transfer_params) that vllm-ascend's load_balance_proxy_server_example.py also makes.
+      `mooncake` is upstream vLLM's bootstrap protocol (transfer_id, remote_bootstrap_addr), not Ascend's.
+    - no --intra-node-data-parallel-size: each URL is already one DP rank (external DP); a size > 1 would make
+      the router split every URL into URL@0..URL@n-1 and send X-data-parallel-rank headers (measured). The
+      router also counts the `engine` labels of each worker's /metrics; a one-rank `vllm serve` shows one.
+    """
+    args = ["--vllm-pd-disaggregation", "--kv-connector", "nixl"]
+    for url in pd.worker_urls("prefill"):
+        args += ["--prefill", url, "none"]
+    for url in pd.worker_urls("decode"):
+        args += ["--decode", url]
+    return [*args, "--prefill-policy", gw.prefill_policy, "--decode-policy", gw.decode_policy]
+
+
 def _wheels(gw: Gateway) -> dict[str, dict[str, str]]:
     known = {arch: (url, sha) for arch, (url, sha) in ROUTER_WHEELS.get(gw.router.version, {}).items()}
     known.update({arch: (w.url, w.sha256) for arch, w in gw.router.wheels.items()})
@@ -84,6 +114,10 @@ def gateway_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     host = plan.roles.gateway  # None when the gateway is disabled
     address = plan.host(host).address if host else None
     url = f"http://{address}:{gw.port}" if address else None
+    pd = plan.pd
+    args = router_args(gw, address) if address else []
+    if args and pd is not None:
+        args += pd_router_args(gw, pd)
     return {
         "gateway_enabled": gw.enabled,
         "gateway_host": host,
@@ -91,7 +125,12 @@ def gateway_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "gateway_router_version": gw.router.version,
         "gateway_router_wheels": _wheels(gw),
         "gateway_router_base_image": gw.router.base_image,
-        "gateway_router_args": router_args(gw, address) if address else [],
+        "gateway_router_args": args,
         "gateway_worker_urls": [worker_url(r) for r in plan.replicas],
+        "gateway_pd": pd is not None,
+        "gateway_pd_prefill_urls": list(pd.worker_urls("prefill")) if pd else [],
+        "gateway_pd_decode_urls": list(pd.worker_urls("decode")) if pd else [],
+        # PD: the router sends this key (OPENAI_API_KEY in its environment) to the ranks, not the client's
+        "gateway_api_key_ref": spec.serving.api_key if pd is not None else None,
         "gateway_worker_startup_timeout_s": gw.worker_startup_timeout_s,
     }
