@@ -34,11 +34,11 @@ def backend() -> Iterator[Callable[..., Backend]]:
 
 
 @pytest.fixture
-def router() -> Iterator[Callable[[list[str]], Router]]:
+def router() -> Iterator[Callable[..., Router]]:
     made: list[Router] = []
 
-    def make(args: list[str]) -> Router:
-        made.append(Router(ROUTER_HOST, args).start())
+    def make(args: list[str], env: dict[str, str] | None = None) -> Router:
+        made.append(Router(ROUTER_HOST, args, env=env or {}).start())
         return made[-1]
 
     yield make

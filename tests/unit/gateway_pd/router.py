@@ -5,6 +5,7 @@ wheel into the venv)."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -71,6 +72,7 @@ class Router:
     host: str
     args: list[str]
     port: int = 0
+    env: dict[str, str] = field(default_factory=dict)  # added to a copy of os.environ without OPENAI_API_KEY
     proc: subprocess.Popen[bytes] | None = None
     log: Path = field(default_factory=lambda: Path(tempfile.mkstemp(prefix="vllm-router-", suffix=".log")[1]))
 
@@ -90,7 +92,8 @@ class Router:
         require_router()
         self.port = self.port or free_port(self.host)
         with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(self.argv(), stdout=out, stderr=subprocess.STDOUT)
+            env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"} | self.env
+            self.proc = subprocess.Popen(self.argv(), stdout=out, stderr=subprocess.STDOUT, env=env)
         return self
 
     def wait(self, path: str = "/liveness", timeout: float = 15, want: int = 200) -> float:

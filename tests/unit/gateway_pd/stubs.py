@@ -51,6 +51,7 @@ class Backend:
     engine_id: str = "0"
     seen: list[Seen] = field(default_factory=list)
     metrics: str = ""  # the body of GET /metrics (404 when empty)
+    send_kv: bool = True  # a prefill stub answers with kv_transfer_params
     hold_s: float = 0.0  # completions wait this long before answering (an in-flight request)
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -166,7 +167,8 @@ def _handler(backend: Backend) -> type[BaseHTTPRequestHandler]:
             chat = self.path == "/v1/chat/completions"
             if backend.role == "prefill":
                 reply = _completion(chat, "P", f"prefill-{backend.engine_id}")
-                reply["kv_transfer_params"] = prefill_kv_params(backend.engine_id, 36000)
+                if backend.send_kv:
+                    reply["kv_transfer_params"] = prefill_kv_params(backend.engine_id, 36000)
                 self._json(200, reply)
                 return
             kv = body.get("kv_transfer_params") or {}
