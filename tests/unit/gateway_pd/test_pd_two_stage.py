@@ -164,3 +164,17 @@ def test_a_prefill_without_kv_transfer_params_is_decoded_anyway(
     assert resp.status == 400 and "decode stub: no kv_transfer_params" in resp.body, resp.body
     (dec,) = d.completions()
     assert "kv_transfer_params" not in dec.body and dec.body["max_tokens"] == 9
+
+
+def test_the_entry_script_reads_the_key_from_a_file(
+    backend: Callable[..., Backend], router: Callable[..., Router], tmp_path: Path
+) -> None:
+    """roles/gateway/files/vllm-router/vllm-router-entry.py: OPENAI_API_KEY_FILE (the role's 0600 file) becomes
+    the router's OPENAI_API_KEY, which the real router then sends on both legs."""
+    key = tmp_path / "key"
+    key.write_text("sk-from-file\n", encoding="utf-8")
+    p, d = backend("prefill"), backend("decode")
+    r = router(pd_args([p.url], [d.url], "--prefill-policy", "round_robin"), env={"OPENAI_API_KEY_FILE": str(key)})
+    r.wait("/readiness")
+    assert r.post("/v1/completions", client_body("/v1/completions", False, "max_tokens")).status == 200
+    assert [s.headers["authorization"] for s in [*p.completions(), *d.completions()]] == ["Bearer sk-from-file"] * 2
