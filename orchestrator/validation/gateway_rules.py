@@ -16,14 +16,15 @@ def _ranks(pool: PdPool) -> int:
 
 
 def check_pd(spec: SiteSpec, pd: Disaggregation) -> Iterator[Finding]:
-    """A PD site: the two-stage request (prefill, then decode with its kv_transfer_params) is the gateway's."""
+    """A PD site: the two-stage request (prefill, then decode with the prefill's kv_transfer_params) is the
+    gateway's."""
     gw = spec.gateway
     if not gw.enabled:
         yield error(
             ("gateway", "enabled"),
-            "serving.disaggregation needs the gateway: vllm-router --vllm-pd-disaggregation sends each request "
-            "to a prefill rank, then to a decode rank with the prefill's kv_transfer_params; a client that "
-            "calls a rank directly gets no disaggregated serving",
+            "serving.disaggregation needs the gateway: vllm-router --vllm-pd-disaggregation sends each "
+            "request to a prefill rank, then to a decode rank with the prefill's kv_transfer_params; a "
+            "client that calls a rank directly gets no disaggregated serving",
             "set gateway.enabled: true (and a server with role gateway)",
             code="gateway",
         )
@@ -57,7 +58,8 @@ def check_pd(spec: SiteSpec, pd: Disaggregation) -> Iterator[Finding]:
             ("serving", "api_key"),
             "in PD mode vllm-router 0.1.17 sends its own OPENAI_API_KEY (not the client's Authorization) to "
             "the prefill and decode ranks, and it accepts clients without a key: the gateway host holds "
-            "the serving key (the router's environment) and the gateway port is open to anyone who reaches it",
+            "the serving key (the router's environment) and the gateway port is open to anyone who reaches "
+            "it",
             "keep the gateway port on a protected network, or put an authenticating proxy in front of it "
             "(docs/pd-gateway.md)",
             code="gateway",

@@ -1,6 +1,6 @@
-"""The real vllm-router (PyPI `vllm-router`, the project's pin), started the way the gateway role's image starts
-it: roles/gateway/files/vllm-router/vllm-router-entry.py with this interpreter (the dev extra installs the
-wheel into the venv)."""
+"""The real vllm-router (PyPI `vllm-router`, the project's pin), started the way the gateway role's image
+starts it: roles/gateway/files/vllm-router/vllm-router-entry.py with this interpreter (the dev extra installs
+the wheel into the venv)."""
 
 from __future__ import annotations
 

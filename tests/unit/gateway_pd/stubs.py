@@ -10,6 +10,7 @@ remote_port, remote_request_id); a decode stub refuses (400) a completion that d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -77,10 +78,8 @@ class Backend:
         with self._lock:  # kept-alive connections too: the router pools them
             conns, self._conns = set(self._conns), set()
         for conn in conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def track(self, conn: socket.socket, alive: bool) -> None:
         with self._lock:

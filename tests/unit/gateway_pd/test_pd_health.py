@@ -1,4 +1,5 @@
-"""Health of PD workers in the real vllm-router: a prefill or decode rank that stops answering, and comes back.
+"""Health of PD workers in the real vllm-router: a prefill or decode rank that stops answering, and comes
+back.
 
 Started with our rendered flags (retries and circuit breaker on, as the spec's defaults) and fast health
 checks (interval 1 s, 2 failures out, 1 success back). Measured with 0.1.17: until the health checker takes a

@@ -1,7 +1,7 @@
 """The PD gateway's argv and variables, from a hand-built PdPlan of vllm-ascend's A3 "2P1D" tutorial layout
 (vllm-project/vllm-ascend docs/source/tutorials/features/pd_disaggregation_mooncake_multi_node.md @v0.23.0:
-two prefill instances of DP2 x TP8, ports 7100/7101 on each prefill server; one decode instance of DP32 x TP1 on
-two servers, 16 ranks each on ports 7100-7115), and the gateway rules of a PD site.
+two prefill instances of DP2 x TP8, ports 7100/7101 on each prefill server; one decode instance of
+DP32 x TP1 on two servers, 16 ranks each on ports 7100-7115), and the gateway rules of a PD site.
 
 The argv is also started with the real router in test_pd_contract.py (it must accept all of it together)."""
 
@@ -27,14 +27,23 @@ FLEET = (ROOT / "inventories" / "a2-fleet-gateway" / "site.yaml").read_text(enco
 CAPACITY = Capacity(60.0, 55.0, 40.0, 3.0, 1.0, 8, 12)
 
 
-def instance(name: str, role: PdRole, servers: list[str], dp: int, tp: int, port: int = 7100) -> PdInstancePlan:
+def instance(
+    name: str, role: PdRole, servers: list[str], dp: int, tp: int, port: int = 7100
+) -> PdInstancePlan:
     per_server = dp // len(servers)
     ranks = tuple(
         PdRankPlan(
-            server=server, address=address, dp_rank=s * per_server + i, local_index=i, port=port + i,
-            devices=tuple(range(i * tp, (i + 1) * tp)), kv_handshake_port=36000 + i * tp,
-            container_name=f"vllm-{name}-{s * per_server + i}", args=(), env=(),
-        )  # fmt: skip
+            server=server,
+            address=address,
+            dp_rank=s * per_server + i,
+            local_index=i,
+            port=port + i,
+            devices=tuple(range(i * tp, (i + 1) * tp)),
+            kv_handshake_port=36000 + i * tp,
+            container_name=f"vllm-{name}-{s * per_server + i}",
+            args=(),
+            env=(),
+        )
         for s, (server, address) in enumerate(servers_of(servers))
         for i in range(per_server)
     )
@@ -70,7 +79,12 @@ def test_the_a3_tutorial_layout_renders_one_worker_per_dp_rank() -> None:
         "--prefill", "http://10.60.0.1:7100", "none", "--prefill", "http://10.60.0.1:7101", "none",
         "--prefill", "http://10.60.0.2:7100", "none", "--prefill", "http://10.60.0.2:7101", "none",
     ]  # fmt: skip
-    decode = [a for s in ("10.60.0.3", "10.60.0.4") for p in range(7100, 7116) for a in ("--decode", f"http://{s}:{p}")]
+    decode = [
+        a
+        for s in ("10.60.0.3", "10.60.0.4")
+        for p in range(7100, 7116)
+        for a in ("--decode", f"http://{s}:{p}")
+    ]
     assert args == [
         "--vllm-pd-disaggregation", "--kv-connector", "nixl", *prefill, *decode,
         "--prefill-policy", "cache_aware", "--decode-policy", "round_robin",
@@ -99,7 +113,9 @@ def _pd_findings(spec: SiteSpec, pd: Any) -> list[Finding]:
     return list(gateway_rules.check_pd(spec, pd))
 
 
-@pytest.mark.parametrize(("stage", "dp", "refused"), [("decode", 1, True), ("decode", 2, False), ("prefill", 1, True)])
+@pytest.mark.parametrize(
+    ("stage", "dp", "refused"), [("decode", 1, True), ("decode", 2, False), ("prefill", 1, True)]
+)
 def test_power_of_two_needs_two_ranks_in_its_stage(stage: str, dp: int, refused: bool) -> None:
     from orchestrator.spec.disaggregation import Disaggregation
 
@@ -119,7 +135,11 @@ def test_a_pd_site_needs_the_gateway_and_a_prefill_first_connector() -> None:
 
     spec, _plan = _site()
     pool = {"parallelism": {"tp": 1, "dp": 2}, "instances": [{"name": "i1", "servers": ["a2-01"]}]}
-    pd = Disaggregation.model_validate({"prefill": pool, "decode": pool, "connector": "MooncakeLayerwiseConnector"})
+    pd = Disaggregation.model_validate(
+        {"prefill": pool, "decode": pool, "connector": "MooncakeLayerwiseConnector"}
+    )
     off = spec.model_copy(update={"gateway": spec.gateway.model_copy(update={"enabled": False})})
     assert [f.path for f in _pd_findings(off, pd)] == [("gateway", "enabled")]
-    assert [f.path for f in _pd_findings(spec, pd) if f.is_error] == [("serving", "disaggregation", "connector")]
+    assert [f.path for f in _pd_findings(spec, pd) if f.is_error] == [
+        ("serving", "disaggregation", "connector")
+    ]

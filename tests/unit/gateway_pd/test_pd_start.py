@@ -2,11 +2,11 @@
 costs, what SIGTERM does to requests in flight, and how it counts a worker's DP ranks.
 
 Measured with 0.1.17: the rendered argv (our gateway flags + --vllm-pd-disaggregation, --kv-connector nixl,
---prefill URL none, --decode URL, --prefill-policy, --decode-policy) is accepted as a whole; PD mode refuses to
-start without a --prefill or a --decode (exit 1); it does not wait for workers that are down at start-up (it
-lists them healthy until its health checks say otherwise); power_of_two needs 2 workers in its stage; with 4
-prefill + 32 decode workers it answers /readiness within a second; on SIGTERM it finishes the requests in
-flight and exits 0."""
+--prefill URL none, --decode URL, --prefill-policy, --decode-policy) is accepted as a whole; PD mode refuses
+to start without a --prefill or a --decode (exit 1); it does not wait for workers that are down at start-up
+(it lists them healthy until its health checks say otherwise); power_of_two needs 2 workers in its stage;
+with 4 prefill + 32 decode workers it answers /readiness within a second; on SIGTERM it finishes the requests
+in flight and exits 0."""
 
 from __future__ import annotations
 
@@ -42,7 +42,9 @@ def _instance(role: PdRole, backends: list[Backend]) -> PdInstancePlan:
     )  # fmt: skip
 
 
-def test_the_rendered_pd_argv_starts_and_serves(backend: Callable[..., Backend], router: Callable[..., Router]) -> None:
+def test_the_rendered_pd_argv_starts_and_serves(
+    backend: Callable[..., Backend], router: Callable[..., Router]
+) -> None:
     """Our whole rendered command line, spec defaults, with a PdPlan of stub ranks: the router takes every
     flag together, lists each rank with its type, is ready, and serves a request in two stages."""
     ps, ds = [backend("prefill") for _ in range(2)], [backend("decode") for _ in range(2)]
@@ -65,23 +67,34 @@ def test_the_rendered_pd_argv_starts_and_serves(backend: Callable[..., Backend],
     ("args", "message"),
     [
         (["--vllm-pd-disaggregation"], "PD disaggregation mode requires --prefill"),
-        (["--vllm-pd-disaggregation", "--prefill", "http://127.0.26.2:9"], "PD disaggregation mode requires --decode"),
+        (
+            ["--vllm-pd-disaggregation", "--prefill", "http://127.0.26.2:9"],
+            "PD disaggregation mode requires --decode",
+        ),
     ],
 )
-def test_pd_mode_does_not_start_without_workers(router: Callable[..., Router], args: list[str], message: str) -> None:
+def test_pd_mode_does_not_start_without_workers(
+    router: Callable[..., Router], args: list[str], message: str
+) -> None:
     r = router(args)
     assert r.wait_exit(15) == 1
     assert message in r.text()
 
 
-def test_power_of_two_needs_two_workers_in_its_stage(backend: Callable[..., Backend], router: Callable[..., Router]) -> None:
+def test_power_of_two_needs_two_workers_in_its_stage(
+    backend: Callable[..., Backend], router: Callable[..., Router]
+) -> None:
     p, d = backend("prefill"), backend("decode")
-    r = router(pd_args([p.url], [d.url], "--prefill-policy", "round_robin", "--decode-policy", "power_of_two"))
+    r = router(
+        pd_args([p.url], [d.url], "--prefill-policy", "round_robin", "--decode-policy", "power_of_two")
+    )
     assert r.wait_exit(15) == 1
     assert "Power-of-two policy for decode requires at least 2 decode workers" in r.text()
 
 
-def test_a_worker_down_at_start_up_is_not_waited_for(backend: Callable[..., Backend], router: Callable[..., Router]) -> None:
+def test_a_worker_down_at_start_up_is_not_waited_for(
+    backend: Callable[..., Backend], router: Callable[..., Router]
+) -> None:
     """--worker-startup-timeout-secs 2: the router is ready at once and still up after the timeout; the dead
     decode is listed healthy (the health checker has not run yet: interval 60 s)."""
     p, d = backend("prefill"), backend("decode")
@@ -96,7 +109,9 @@ def test_a_worker_down_at_start_up_is_not_waited_for(backend: Callable[..., Back
     assert r.get("/readiness").json()["decode"] == {"healthy": 2, "total": 2}
 
 
-def test_restart_cost_with_the_a3_tutorial_worker_count(backend: Callable[..., Backend], router: Callable[..., Router]) -> None:
+def test_restart_cost_with_the_a3_tutorial_worker_count(
+    backend: Callable[..., Backend], router: Callable[..., Router]
+) -> None:
     """4 prefill + 32 decode workers (the A3 2P1D layout), all up: start to /readiness 200."""
     ps, ds = [backend("prefill") for _ in range(4)], [backend("decode") for _ in range(32)]
     r = router(pd_args([b.url for b in ps], [b.url for b in ds], "--prefill-policy", "cache_aware",
@@ -109,7 +124,9 @@ def test_restart_cost_with_the_a3_tutorial_worker_count(backend: Callable[..., B
     assert elapsed < 3, elapsed  # measured 0.3 s on the test machine
 
 
-def test_sigterm_finishes_requests_in_flight(backend: Callable[..., Backend], router: Callable[..., Router]) -> None:
+def test_sigterm_finishes_requests_in_flight(
+    backend: Callable[..., Backend], router: Callable[..., Router]
+) -> None:
     p, d = backend("prefill"), backend("decode", hold_s=2.0)
     r = router(pd_args([p.url], [d.url], *RR))
     r.wait("/readiness")
@@ -128,7 +145,7 @@ def test_sigterm_finishes_requests_in_flight(backend: Callable[..., Backend], ro
     assert "starting graceful shutdown" in r.text()
 
 
-METRICS = "vllm:num_requests_running{{engine=\"{}\",model_name=\"stub-model\"}} 0.0\n"
+METRICS = 'vllm:num_requests_running{{engine="{}",model_name="stub-model"}} 0.0\n'
 
 
 @pytest.mark.parametrize(
@@ -136,7 +153,11 @@ METRICS = "vllm:num_requests_running{{engine=\"{}\",model_name=\"stub-model\"}} 
     [
         (["5"], [], [None]),  # a one-rank `vllm serve` of external DP (engine label = its DP rank)
         (["0", "1"], [], ["0", "1"]),  # a `vllm serve` holding two DP ranks: split, X-data-parallel-rank
-        ([], ["--intra-node-data-parallel-size", "2", "--api-key", "k"], ["0", "1"]),  # the flag does the same
+        (
+            [],
+            ["--intra-node-data-parallel-size", "2", "--api-key", "k"],
+            ["0", "1"],
+        ),  # the flag does the same
     ],
 )
 def test_dp_ranks_behind_one_url(

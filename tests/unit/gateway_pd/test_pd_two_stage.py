@@ -1,4 +1,5 @@
-"""The two-stage request of the real vllm-router in PD mode, field by field, against vllm-ascend's own PD proxy.
+"""The two-stage request of the real vllm-router in PD mode, field by field, against vllm-ascend's own PD
+proxy.
 
 What the router (0.1.17, `--vllm-pd-disaggregation`, default `--kv-connector nixl`) sends to the prefill stub,
 then to the decode stub, for /v1/completions and /v1/chat/completions, streamed and not. The prefill leg is
@@ -122,9 +123,10 @@ def test_headers_the_router_key_not_the_clients(pd: tuple[Router, Backend, Backe
     assert r.post("/v1/completions", client_body("/v1/completions", False, "max_tokens")).status == 200
     legs = [*p.completions(), *d.completions()]
     assert [s.headers["authorization"] for s in legs] == ["Bearer sk-serving"] * 4
-    (id1, id2), (id3, id4) = [s.headers["x-request-id"] for s in p.completions()], [
-        s.headers["x-request-id"] for s in d.completions()
-    ]
+    (id1, id2), (id3, id4) = (
+        [s.headers["x-request-id"] for s in p.completions()],
+        [s.headers["x-request-id"] for s in d.completions()],
+    )
     assert (id1, id2) == (id3, id4) and id1 != id2
     host_p, host_d = p.url.removeprefix("http://"), d.url.removeprefix("http://")
     assert id1.startswith(f"___prefill_addr_{host_p}___decode_addr_{host_d}_")
@@ -169,12 +171,16 @@ def test_a_prefill_without_kv_transfer_params_is_decoded_anyway(
 def test_the_entry_script_reads_the_key_from_a_file(
     backend: Callable[..., Backend], router: Callable[..., Router], tmp_path: Path
 ) -> None:
-    """roles/gateway/files/vllm-router/vllm-router-entry.py: OPENAI_API_KEY_FILE (the role's 0600 file) becomes
-    the router's OPENAI_API_KEY, which the real router then sends on both legs."""
+    """roles/gateway/files/vllm-router/vllm-router-entry.py: OPENAI_API_KEY_FILE (the role's 0600 file)
+    becomes the router's OPENAI_API_KEY, which the real router then sends on both legs."""
     key = tmp_path / "key"
     key.write_text("sk-from-file\n", encoding="utf-8")
     p, d = backend("prefill"), backend("decode")
-    r = router(pd_args([p.url], [d.url], "--prefill-policy", "round_robin"), env={"OPENAI_API_KEY_FILE": str(key)})
+    r = router(
+        pd_args([p.url], [d.url], "--prefill-policy", "round_robin"), env={"OPENAI_API_KEY_FILE": str(key)}
+    )
     r.wait("/readiness")
     assert r.post("/v1/completions", client_body("/v1/completions", False, "max_tokens")).status == 200
-    assert [s.headers["authorization"] for s in [*p.completions(), *d.completions()]] == ["Bearer sk-from-file"] * 2
+    assert [s.headers["authorization"] for s in [*p.completions(), *d.completions()]] == [
+        "Bearer sk-from-file"
+    ] * 2

@@ -25,7 +25,9 @@ def urls(r: Router) -> dict[str, str]:
     return {w["url"]: w["worker_type"] for w in r.get("/workers").json()["workers"]}
 
 
-def test_workers_cannot_be_added_only_removed(backend: Callable[..., Backend], router: Callable[..., Router]) -> None:
+def test_workers_cannot_be_added_only_removed(
+    backend: Callable[..., Backend], router: Callable[..., Router]
+) -> None:
     p1, d1, d2 = backend("prefill"), backend("decode"), backend("decode")
     p2, d3 = backend("prefill"), backend("decode")
     r = router(pd_args([p1.url], [d1.url, d2.url], *RR))
@@ -81,11 +83,11 @@ def test_requests_in_flight_on_a_removed_decode_finish(
 def test_igw_mode_adds_pd_workers_and_routes_by_model(
     backend: Callable[..., Backend], router: Callable[..., Router]
 ) -> None:
-    """--enable-igw: the static lists are ignored, POST /workers adds prefill and decode workers, and a request
-    naming the workers' model (their /v1/models id) takes the two-stage path; one naming another model goes
-    to one worker of either kind alone (no kv_transfer_params, no second stage); a request without a model was
-    seen taking either path (not asserted). /readiness says Ready with no
-    workers at all, and --policy (not --prefill-policy / --decode-policy) picks the workers."""
+    """--enable-igw: the static lists are ignored, POST /workers adds prefill and decode workers, and a
+    request naming the workers' model (their /v1/models id) takes the two-stage path; one naming another
+    model goes to one worker of either kind alone (no kv_transfer_params, no second stage); a request without
+    a model was seen taking either path (not asserted). /readiness says Ready with no workers at all, and
+    --policy (not --prefill-policy / --decode-policy) picks the workers."""
     p, d1, d2 = backend("prefill"), backend("decode"), backend("decode")
     r = router(pd_args([p.url], [d1.url], "--enable-igw", "--policy", "round_robin",
                        "--prefill-policy", "cache_aware", "--decode-policy", "cache_aware"))  # fmt: skip
