@@ -6,13 +6,14 @@ Measured with 0.1.17: the rendered argv (our gateway flags + --vllm-pd-disaggreg
 to start without a --prefill or a --decode (exit 1); it does not wait for workers that are down at start-up
 (it lists them healthy until its health checks say otherwise); power_of_two needs 2 workers in its stage;
 with 4 prefill + 32 decode workers it answers /readiness within a second; on SIGTERM it finishes the requests
-in flight and exits 0."""
+in flight, refuses new connections meanwhile, and exits 0."""
 
 from __future__ import annotations
 
 import signal
 import threading
 import time
+import urllib.error
 from collections.abc import Callable
 
 import pytest
@@ -124,7 +125,7 @@ def test_restart_cost_with_the_a3_tutorial_worker_count(
     assert elapsed < 3, elapsed  # measured 0.3 s on the test machine
 
 
-def test_sigterm_finishes_requests_in_flight(
+def test_sigterm_finishes_requests_in_flight_and_refuses_new_ones(
     backend: Callable[..., Backend], router: Callable[..., Router]
 ) -> None:
     p, d = backend("prefill"), backend("decode", hold_s=2.0)
@@ -138,6 +139,9 @@ def test_sigterm_finishes_requests_in_flight(
     assert r.proc is not None
     r.proc.send_signal(signal.SIGTERM)
     t0 = time.monotonic()
+    time.sleep(0.3)
+    with pytest.raises(urllib.error.URLError, match="Connection refused"):  # no new client while draining
+        r.post("/v1/completions", BODY, timeout=2)
     assert r.wait_exit(10) == 0
     client.join(5)
     assert results == [200]
