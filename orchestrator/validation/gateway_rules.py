@@ -53,6 +53,16 @@ def check_pd(spec: SiteSpec, pd: Disaggregation) -> Iterator[Finding]:
                 f"use round_robin for {stage}, or give the {stage} pool 2 or more DP ranks",
                 code="gateway",
             )
+    ports = [gw.port + i for i in range(3)] + [gw.prometheus_port + i for i in range(3)]
+    if len(set(ports)) < len(ports) or max(ports) > 65535:
+        yield error(
+            ("gateway", "prometheus_port"),
+            f"a PD gateway listens on gateway.port {gw.port} (the front router), {gw.port + 1} and "
+            f"{gw.port + 2} (the two PD routers it swaps between), and their metrics on "
+            f"{gw.prometheus_port}-{gw.prometheus_port + 2}: these must be 6 different ports <= 65535",
+            "keep gateway.port and gateway.prometheus_port at least 3 apart (defaults 8080 and 29000)",
+            code="gateway",
+        )
     if spec.serving.api_key is not None:
         yield warning(
             ("serving", "api_key"),

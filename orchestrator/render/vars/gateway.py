@@ -13,9 +13,13 @@ its worker API.
 A PD site (plan.pd, serving.disaggregation) is different, as measured with the real router 0.1.17
 (tests/unit/gateway_pd, docs/pd-gateway.md): its worker API cannot add a prefill or decode worker (POST
 /workers and /add_worker answer 400 "PD router requires specific add_prefill_server or add_decode_server
-methods"; with --enable-igw workers can be added but a request goes to one prefill worker only, no decode
-stage), so the argv carries every DP rank as a static --prefill URL none / --decode URL and the role
-replaces the router when the lists change (`gateway_pd`).
+methods"; --enable-igw can add them but routes by model name, one stage for any other name, and ignores the
+stage policies), so the argv of a PD router carries every DP rank as a static --prefill URL none / --decode
+URL. To change the lists without refusing clients (a router refuses connections while it drains), the
+gateway of a PD site is a front router in regular mode on gateway.port (`gateway_router_args`, as without
+PD) whose one worker is the active one of two PD routers ("slots" a and b, `gateway_pd_slots`, on
+gateway.port + 1 and + 2); the role starts the idle slot with the new lists and swaps it in through the
+front's worker API (docs/pd-gateway.md).
 """
 
 from __future__ import annotations
@@ -95,6 +99,28 @@ def pd_router_args(gw: Gateway, pd: PdPlan) -> list[str]:
     return [*args, "--prefill-policy", gw.prefill_policy, "--decode-policy", gw.decode_policy]
 
 
+PD_SLOTS = ("a", "b")
+"""The two PD routers of the A/B swap; slot i listens on gateway.port + 1 + i, its metrics on
+gateway.prometheus_port + 1 + i."""
+
+
+def pd_slots(gw: Gateway, address: str, pd: PdPlan) -> list[dict[str, Any]]:
+    """Each PD router slot: name, port, URL (the front's worker) and its whole argv."""
+    slots = []
+    for i, name in enumerate(PD_SLOTS):
+        ports = {"port": gw.port + 1 + i, "prometheus_port": gw.prometheus_port + 1 + i}
+        slot_gw = gw.model_copy(update=ports)
+        slots.append(
+            {
+                "name": name,
+                "port": slot_gw.port,
+                "url": f"http://{address}:{slot_gw.port}",
+                "args": router_args(slot_gw, address) + pd_router_args(slot_gw, pd),
+            }
+        )
+    return slots
+
+
 def _wheels(gw: Gateway) -> dict[str, dict[str, str]]:
     known = {arch: (url, sha) for arch, (url, sha) in ROUTER_WHEELS.get(gw.router.version, {}).items()}
     known.update({arch: (w.url, w.sha256) for arch, w in gw.router.wheels.items()})
@@ -115,9 +141,6 @@ def gateway_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     address = plan.host(host).address if host else None
     url = f"http://{address}:{gw.port}" if address else None
     pd = plan.pd
-    args = router_args(gw, address) if address else []
-    if args and pd is not None:
-        args += pd_router_args(gw, pd)
     return {
         "gateway_enabled": gw.enabled,
         "gateway_host": host,
@@ -125,9 +148,10 @@ def gateway_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "gateway_router_version": gw.router.version,
         "gateway_router_wheels": _wheels(gw),
         "gateway_router_base_image": gw.router.base_image,
-        "gateway_router_args": args,
+        "gateway_router_args": router_args(gw, address) if address else [],
         "gateway_worker_urls": [worker_url(r) for r in plan.replicas],
         "gateway_pd": pd is not None,
+        "gateway_pd_slots": pd_slots(gw, address, pd) if pd is not None and address else [],
         "gateway_pd_prefill_urls": list(pd.worker_urls("prefill")) if pd else [],
         "gateway_pd_decode_urls": list(pd.worker_urls("decode")) if pd else [],
         # PD: the router sends this key (OPENAI_API_KEY in its environment) to the ranks, not the client's

@@ -45,6 +45,22 @@ def free_port(host: str) -> int:
         return int(s.getsockname()[1])
 
 
+def free_run(host: str, n: int) -> int:
+    """A port p with p .. p + n - 1 all free (a PD gateway's front and slot ports)."""
+    for _ in range(100):
+        base = free_port(host)
+        if base + n > 65535:
+            continue
+        try:
+            for port in range(base + 1, base + n):
+                with socket.socket() as s:
+                    s.bind((host, port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError(f"no {n} consecutive free ports on {host}")
+
+
 @dataclass
 class Http:
     status: int

@@ -100,12 +100,20 @@ def test_gateway_vars_of_a_pd_plan() -> None:
     pd_vars: dict[str, Any] = gateway_vars(spec, dataclasses.replace(plan, pd=a3_2p1d()))
     plain = gateway_vars(spec, plan)
     assert pd_vars["gateway_pd"] is True and plain["gateway_pd"] is False
-    args = pd_vars["gateway_router_args"]
-    assert args[: len(plain["gateway_router_args"])] == plain["gateway_router_args"]  # our flags, then PD's
-    assert args[-4:] == ["--prefill-policy", "round_robin", "--decode-policy", "power_of_two"]
+    # the front router on gateway.port is the regular one; the PD routers are the two slots behind it
+    assert pd_vars["gateway_router_args"] == plain["gateway_router_args"]
+    assert plain["gateway_pd_slots"] == []
+    a, b = pd_vars["gateway_pd_slots"]
+    assert (a["name"], a["port"], a["url"]) == ("a", 8081, "http://10.50.0.5:8081")
+    assert (b["name"], b["port"], b["url"]) == ("b", 8082, "http://10.50.0.5:8082")
+    for slot, port, prom in ((a, "8081", "29001"), (b, "8082", "29002")):
+        args = slot["args"]
+        assert args[args.index("--port") + 1] == port and args[args.index("--prometheus-port") + 1] == prom
+        assert args[args.index("--vllm-pd-disaggregation") :] == pd_router_args(gw, a3_2p1d())
+        assert args[-4:] == ["--prefill-policy", "round_robin", "--decode-policy", "power_of_two"]
     assert pd_vars["gateway_pd_prefill_urls"] == list(a3_2p1d().worker_urls("prefill"))
     assert len(pd_vars["gateway_pd_decode_urls"]) == 32
-    assert "--vllm-pd-disaggregation" not in plain["gateway_router_args"]
+    assert "--vllm-pd-disaggregation" not in pd_vars["gateway_router_args"]
     assert plain["gateway_pd_prefill_urls"] == [] and plain["gateway_api_key_ref"] is None
 
 
@@ -140,6 +148,21 @@ def test_a_pd_site_needs_the_gateway_and_a_prefill_first_connector() -> None:
     )
     off = spec.model_copy(update={"gateway": spec.gateway.model_copy(update={"enabled": False})})
     assert [f.path for f in _pd_findings(off, pd)] == [("gateway", "enabled")]
+    keyed = spec.model_copy(update={"serving": spec.serving.model_copy(update={"api_key": "env:KEY"})})
+    (warned,) = [f for f in _pd_findings(keyed, pd) if not f.is_error]
+    assert warned.path == ("serving", "api_key")
+    assert "accepts clients without a key" in warned.message
     assert [f.path for f in _pd_findings(spec, pd) if f.is_error] == [
         ("serving", "disaggregation", "connector")
     ]
+
+
+def test_a_pd_gateway_needs_six_ports() -> None:
+    from orchestrator.spec.disaggregation import Disaggregation
+
+    spec, _plan = _site()
+    pool = {"parallelism": {"tp": 1, "dp": 2}, "instances": [{"name": "i1", "servers": ["a2-01"]}]}
+    pd = Disaggregation.model_validate({"prefill": pool, "decode": pool})
+    assert [f for f in _pd_findings(spec, pd) if f.is_error] == []
+    near = spec.model_copy(update={"gateway": spec.gateway.model_copy(update={"prometheus_port": 8082})})
+    assert [f.path for f in _pd_findings(near, pd) if f.is_error] == [("gateway", "prometheus_port")]

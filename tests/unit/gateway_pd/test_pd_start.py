@@ -14,15 +14,16 @@ import signal
 import threading
 import time
 import urllib.error
+import urllib.parse
 from collections.abc import Callable
 
 import pytest
 
 from orchestrator.planning.pd_model import PdInstancePlan, PdPlan, PdRankPlan, PdRole
-from orchestrator.render.vars.gateway import pd_router_args, router_args
+from orchestrator.render.vars.gateway import pd_slots, router_args
 from orchestrator.spec.gateway import Gateway
 from tests.unit.gateway_pd.conftest import DECODE_HOST, ROUTER_HOST
-from tests.unit.gateway_pd.router import Router, free_port, pd_args
+from tests.unit.gateway_pd.router import Router, free_port, free_run, pd_args
 from tests.unit.gateway_pd.stubs import Backend
 from tests.unit.gateway_pd.test_pd_render import CAPACITY
 
@@ -43,22 +44,28 @@ def _instance(role: PdRole, backends: list[Backend]) -> PdInstancePlan:
     )  # fmt: skip
 
 
-def test_the_rendered_pd_argv_starts_and_serves(
+def test_the_rendered_pd_gateway_starts_and_serves(
     backend: Callable[..., Backend], router: Callable[..., Router]
 ) -> None:
-    """Our whole rendered command line, spec defaults, with a PdPlan of stub ranks: the router takes every
-    flag together, lists each rank with its type, is ready, and serves a request in two stages."""
+    """Our rendered command lines, spec defaults, with a PdPlan of stub ranks: the front router
+    (gateway_router_args) and PD router slot a (gateway_pd_slots[0].args) take every flag together; the slot
+    lists each rank with its type and is ready; through the front a request takes the two stages."""
     ps, ds = [backend("prefill") for _ in range(2)], [backend("decode") for _ in range(2)]
-    gw = Gateway(enabled=True, port=free_port(ROUTER_HOST), prometheus_port=free_port(ROUTER_HOST))
+    gw = Gateway(enabled=True, port=free_run(ROUTER_HOST, 3), prometheus_port=free_run(ROUTER_HOST, 3))
     pd = PdPlan("MooncakeConnectorV1", (_instance("prefill", ps),), (_instance("decode", ds),))
-    r = router([*router_args(gw, ROUTER_HOST), *pd_router_args(gw, pd)])
+    slot = pd_slots(gw, ROUTER_HOST, pd)[0]
+    r = router(slot["args"])
     r.wait("/readiness")
+    front = router(router_args(gw, ROUTER_HOST))
+    front.wait("/liveness")
+    assert r.url == slot["url"]
     workers = {w["url"]: w["worker_type"] for w in r.get("/workers").json()["workers"]}
     assert workers == {**{b.url: "prefill" for b in ps}, **{b.url: "decode" for b in ds}}
-    assert all(w.get("bootstrap_port", "absent") is None for w in r.get("/workers").json()["workers"]
-               if w["worker_type"] == "prefill")  # fmt: skip
+    prefill = [w for w in r.get("/workers").json()["workers"] if w["worker_type"] == "prefill"]
+    assert [w["bootstrap_port"] for w in prefill] == [None, None]
+    assert front.post("/add_worker?url=" + urllib.parse.quote(r.url, safe=""), timeout=30).status == 200
     for _ in range(4):
-        assert r.post("/v1/completions", BODY).status == 200
+        assert front.post("/v1/completions", BODY).status == 200
     assert [len(b.completions()) for b in ds] == [2, 2]  # decode_policy round_robin (the default)
     assert sum(len(b.completions()) for b in ps) == 4
     assert any(s.path == "/v1/completions/render" for b in ps for s in b.seen)  # prefill_policy cache_aware
