@@ -13,8 +13,13 @@ import time
 import urllib.parse
 from collections.abc import Callable
 
-from tests.unit.gateway_pd.router import Router, pd_args
+from orchestrator.planning.pd_model import PdPlan
+from orchestrator.render.vars.gateway import pd_slots, router_args
+from orchestrator.spec.gateway import Gateway
+from tests.unit.gateway_pd.conftest import ROUTER_HOST
+from tests.unit.gateway_pd.router import Router, free_run, pd_args
 from tests.unit.gateway_pd.stubs import Backend
+from tests.unit.gateway_pd.test_pd_start import _instance
 
 BODY = {"model": "stub-model", "prompt": "hi", "max_tokens": 4}
 RR = ("--prefill-policy", "round_robin", "--decode-policy", "round_robin")
@@ -71,3 +76,24 @@ def test_a_front_router_swaps_pd_routers_without_a_failed_request(
         c.join(10)
     assert len(statuses) > 20 and set(statuses) == {200}, statuses
     assert d_new.completions()  # the new list is in use
+
+
+def test_the_fronts_retries_hide_a_dead_ranks_500s(
+    backend: Callable[..., Backend], router: Callable[..., Router]
+) -> None:
+    """Our rendered flags (spec defaults: health checks every 10 s, 3 retries): right after a decode rank
+    dies, a request the PD router sends to it fails with 500; through the front the same requests all
+    succeed, as the front retries the 500 and the PD router then picks the next decode rank."""
+    ps, ds = [backend("prefill")], [backend("decode") for _ in range(2)]
+    gw = Gateway(enabled=True, port=free_run(ROUTER_HOST, 3), prometheus_port=free_run(ROUTER_HOST, 3),
+                 prefill_policy="round_robin", decode_policy="round_robin")  # fmt: skip
+    pd = PdPlan("MooncakeConnectorV1", (_instance("prefill", ps),), (_instance("decode", ds),))
+    slot = router(pd_slots(gw, ROUTER_HOST, pd)[0]["args"])
+    slot.wait("/readiness")
+    front = router(router_args(gw, ROUTER_HOST))
+    front.wait("/liveness")
+    assert front.post(f"/add_worker?url={q(slot.url)}", timeout=30).status == 200
+    ds[1].stop()
+    direct = [slot.post("/v1/completions", BODY).status for _ in range(6)]
+    assert direct.count(500) == 3 and direct.count(200) == 3, direct
+    assert [front.post("/v1/completions", BODY).status for _ in range(20)] == [200] * 20
