@@ -154,6 +154,18 @@ class Gateway(SpecModel):
         + ". round_robin needs nothing from the workers but /health; cache_aware and kv_aware also call "
         "POST /v1/completions/render (docs/playbooks.md).",
     )
+    prefill_policy: RouterPolicy = Field(
+        "cache_aware",
+        description="PD sites only (serving.disaggregation): vllm-router --prefill-policy, which prefill DP "
+        "rank gets a request. cache_aware (the router docs' recommendation for prefill: prompts sharing a "
+        "prefix meet the prefix cache; it calls POST /v1/completions/render on the prefill ranks).",
+    )
+    decode_policy: RouterPolicy = Field(
+        "round_robin",
+        description="PD sites only: vllm-router --decode-policy, which decode DP rank gets the request after "
+        "its prefill. round_robin (the router docs recommend power_of_two or round_robin for decode; "
+        "power_of_two needs 2 or more decode ranks).",
+    )
     router: RouterBuild = Field(default_factory=RouterBuild)
     prometheus_port: int = Field(29000, ge=1, le=65535, description="The router's own /metrics listener.")
     request_timeout_s: int = Field(1800, ge=1, le=86_400, description="Per request, streaming included.")
@@ -170,7 +182,7 @@ class Gateway(SpecModel):
     retry: Retry = Field(default_factory=Retry)
     circuit_breaker: CircuitBreaker = Field(default_factory=CircuitBreaker)
 
-    @field_validator("policy", mode="before")
+    @field_validator("policy", "prefill_policy", "decode_policy", mode="before")
     @classmethod
     def _renamed(cls, value: object) -> object:
         if isinstance(value, str) and value in RENAMED_POLICIES:

@@ -9,6 +9,17 @@ URL is its head's endpoint without /v1 (http://<head address>:<port>), as rollou
 `vllm-router --help`), without --worker-urls: the router starts with no workers (with --worker-urls it exits
 when they are not healthy within --worker-startup-timeout-secs) and the role adds the replica heads through
 its worker API.
+
+A PD site (plan.pd, serving.disaggregation) is different, as measured with the real router 0.1.17
+(tests/unit/gateway_pd, docs/pd-gateway.md): its worker API cannot add a prefill or decode worker (POST
+/workers and /add_worker answer 400 "PD router requires specific add_prefill_server or add_decode_server
+methods"; --enable-igw can add them but routes by model name, one stage for any other name, and ignores the
+stage policies), so the argv of a PD router carries every DP rank as a static --prefill URL none / --decode
+URL. To change the lists without refusing clients (a router refuses connections while it drains), the
+gateway of a PD site is a front router in regular mode on gateway.port (`gateway_router_args`, as without
+PD) whose one worker is the active one of two PD routers ("slots" a and b, `gateway_pd_slots`, on
+gateway.port + 1 and + 2); the role starts the idle slot with the new lists and swaps it in through the
+front's worker API (docs/pd-gateway.md).
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from orchestrator.planning.model import SitePlan
+from orchestrator.planning.pd_model import PdPlan
 from orchestrator.render.vars.serve import worker_url
 from orchestrator.spec.gateway import ROUTER_WHEELS, Gateway
 from orchestrator.spec.site import SiteSpec
@@ -65,6 +77,50 @@ def router_args(gw: Gateway, address: str) -> list[str]:
     return args
 
 
+def pd_router_args(gw: Gateway, pd: PdPlan) -> list[str]:
+    """The PD part of the argv: every prefill and decode DP rank as a static worker (one URL per rank).
+
+    - `--prefill URL none`: no bootstrap port. vllm-ascend's MooncakeConnectorV1 has no bootstrap server
+      (its handshake is the kv_port ZMQ side channel; vllm-ascend #12364), and the prefill's
+      kv_transfer_params carry remote_host/remote_port themselves.
+    - `--kv-connector nixl`: the router's default, written out: the prefill-first two-stage request
+      (prefill with max_tokens 1 and kv_transfer_params {do_remote_decode: true}, then decode with the
+      prefill's kv_transfer_params) that vllm-ascend's load_balance_proxy_server_example.py also makes.
+      `mooncake` is upstream vLLM's bootstrap protocol (transfer_id, remote_bootstrap_addr), not Ascend's.
+    - no --intra-node-data-parallel-size: each URL is already one DP rank (external DP); a size > 1 would make
+      the router split every URL into URL@0..URL@n-1 and send X-data-parallel-rank headers (measured). The
+      router also counts the `engine` labels of each worker's /metrics; a one-rank `vllm serve` shows one.
+    """
+    args = ["--vllm-pd-disaggregation", "--kv-connector", "nixl"]
+    for url in pd.worker_urls("prefill"):
+        args += ["--prefill", url, "none"]
+    for url in pd.worker_urls("decode"):
+        args += ["--decode", url]
+    return [*args, "--prefill-policy", gw.prefill_policy, "--decode-policy", gw.decode_policy]
+
+
+PD_SLOTS = ("a", "b")
+"""The two PD routers of the A/B swap; slot i listens on gateway.port + 1 + i, its metrics on
+gateway.prometheus_port + 1 + i."""
+
+
+def pd_slots(gw: Gateway, address: str, pd: PdPlan) -> list[dict[str, Any]]:
+    """Each PD router slot: name, port, URL (the front's worker) and its whole argv."""
+    slots = []
+    for i, name in enumerate(PD_SLOTS):
+        ports = {"port": gw.port + 1 + i, "prometheus_port": gw.prometheus_port + 1 + i}
+        slot_gw = gw.model_copy(update=ports)
+        slots.append(
+            {
+                "name": name,
+                "port": slot_gw.port,
+                "url": f"http://{address}:{slot_gw.port}",
+                "args": router_args(slot_gw, address) + pd_router_args(slot_gw, pd),
+            }
+        )
+    return slots
+
+
 def _wheels(gw: Gateway) -> dict[str, dict[str, str]]:
     known = {arch: (url, sha) for arch, (url, sha) in ROUTER_WHEELS.get(gw.router.version, {}).items()}
     known.update({arch: (w.url, w.sha256) for arch, w in gw.router.wheels.items()})
@@ -84,6 +140,7 @@ def gateway_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     host = plan.roles.gateway  # None when the gateway is disabled
     address = plan.host(host).address if host else None
     url = f"http://{address}:{gw.port}" if address else None
+    pd = plan.pd
     return {
         "gateway_enabled": gw.enabled,
         "gateway_host": host,
@@ -93,5 +150,11 @@ def gateway_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "gateway_router_base_image": gw.router.base_image,
         "gateway_router_args": router_args(gw, address) if address else [],
         "gateway_worker_urls": [worker_url(r) for r in plan.replicas],
+        "gateway_pd": pd is not None,
+        "gateway_pd_slots": pd_slots(gw, address, pd) if pd is not None and address else [],
+        "gateway_pd_prefill_urls": list(pd.worker_urls("prefill")) if pd else [],
+        "gateway_pd_decode_urls": list(pd.worker_urls("decode")) if pd else [],
+        # PD: the router sends this key (OPENAI_API_KEY in its environment) to the ranks, not the client's
+        "gateway_api_key_ref": spec.serving.api_key if pd is not None else None,
         "gateway_worker_startup_timeout_s": gw.worker_startup_timeout_s,
     }
