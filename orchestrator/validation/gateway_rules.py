@@ -19,15 +19,7 @@ def check_pd(spec: SiteSpec, pd: Disaggregation) -> Iterator[Finding]:
     """A PD site: the two-stage request (prefill, then decode with the prefill's kv_transfer_params) is the
     gateway's."""
     gw = spec.gateway
-    if not gw.enabled:
-        yield error(
-            ("gateway", "enabled"),
-            "serving.disaggregation needs the gateway: vllm-router --vllm-pd-disaggregation sends each "
-            "request to a prefill rank, then to a decode rank with the prefill's kv_transfer_params; a "
-            "client that calls a rank directly gets no disaggregated serving",
-            "set gateway.enabled: true (and a server with role gateway)",
-            code="gateway",
-        )
+    if not gw.enabled:  # validation/pd_rules.py reports it (pd-gateway)
         return
     if pd.connector == "MooncakeLayerwiseConnector":
         yield error(
