@@ -107,7 +107,7 @@ def _instance(ctx: _Ctx, role: PdRole, pool: PdPool, index: int) -> PdInstancePl
         backend=None,
     )
     kv_json = kv_transfer_config(ctx.pd, role, kv_port, engine_id)
-    tail = [*pool_json_args(pool), "--kv-transfer-config", json.dumps(kv_json)]
+    tail = [*pool_json_args(pool), "--kv-transfer-config", json.dumps(kv_json, separators=(",", ":"))]
     tail += [*spec.serving.extra_args, *pool.extra_args]
     ranks: list[PdRankPlan] = []
     for s, member in enumerate(members):
