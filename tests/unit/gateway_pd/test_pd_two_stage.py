@@ -4,7 +4,8 @@ proxy.
 What the router (0.1.17, `--vllm-pd-disaggregation`, default `--kv-connector nixl`) sends to the prefill stub,
 then to the decode stub, for /v1/completions and /v1/chat/completions, streamed and not. The prefill leg is
 compared with `build_prefill_request()` of vllm-ascend's examples/disaggregated_prefill_v1/
-load_balance_proxy_server_example.py @v0.23.0 (run here from the verbatim copy in upstream/), the proxy
+load_balance_proxy_server_example.py @v0.23.0 (run here from the verbatim copy in
+tests/data/upstream/vllm-ascend/v0.23.0/), the proxy
 vllm-ascend documents for MooncakeConnectorV1; the decode leg with what that proxy does after the prefill:
 the client's body plus the prefill response's kv_transfer_params, unchanged.
 """
@@ -22,7 +23,9 @@ import pytest
 from tests.unit.gateway_pd.router import Router, pd_args
 from tests.unit.gateway_pd.stubs import Backend, prefill_kv_params
 
-UPSTREAM = Path(__file__).parent / "upstream" / "load_balance_proxy_server_example.py.txt"
+UPSTREAM = (
+    Path(__file__).parents[2] / "data/upstream/vllm-ascend/v0.23.0/examples/disaggregated_prefill_v1"
+) / "load_balance_proxy_server_example.py"
 
 # Fields the router writes into both legs with their default values (it parses the OpenAI request into its
 # typed model and serialises it again); vLLM's request models accept and ignore unknown fields.
