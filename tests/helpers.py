@@ -105,3 +105,18 @@ def copy_ready_site(tmp_path: Path, name: str) -> Path:
         text = text.replace(ref, f"file:{secret}")
     spec.write_text(text, encoding="utf-8")
     return root
+
+
+def cli_options(tokens: list[str]) -> dict[str, str | None]:
+    """A command line's `--flag [value]` tokens as a mapping (None: a flag without a value), as the tutorial
+    tests read upstream `vllm serve` lines and rendered argv."""
+    out: dict[str, str | None] = {}
+    i = 0
+    while i < len(tokens):
+        flag = tokens[i]
+        assert flag.startswith("--"), tokens
+        if i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
+            out[flag], i = tokens[i + 1], i + 2
+        else:
+            out[flag], i = None, i + 1
+    return out

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.helpers import EXAMPLES
+from tests.helpers import EXAMPLES, cli_options
 
 TUTORIAL = (
     Path(__file__).resolve().parents[1]
@@ -34,24 +34,11 @@ class Command:
     env: dict[str, str]
 
 
-def _options(tokens: list[str]) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    i = 0
-    while i < len(tokens):
-        flag = tokens[i]
-        assert flag.startswith("--"), tokens
-        if i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
-            out[flag], i = tokens[i + 1], i + 2
-        else:
-            out[flag], i = None, i + 1
-    return out
-
-
 def _script(block: str) -> Command:
     env = dict(re.findall(r"^export (\w+)=\"?([^\"\n]*)\"?$", block, re.M))
     serve = block.split("vllm serve ", 1)[1].split("```", 1)[0].replace("\\\n", " ")
     tokens = shlex.split(serve)
-    return Command(tokens[0], _options(tokens[1:]), env)
+    return Command(tokens[0], cli_options(tokens[1:]), env)
 
 
 def _tutorial() -> dict[str, Command]:
@@ -67,7 +54,7 @@ def _rendered(site: str, server: str) -> Command:
     (inst,) = data["vllm_serve_instances"]
     args = [str(a) for a in inst["args"]]
     assert args[0] == "serve"
-    return Command(args[1], _options(args[2:]), {k: str(v) for k, v in inst["env"].items()})
+    return Command(args[1], cli_options(args[2:]), {k: str(v) for k, v in inst["env"].items()})
 
 
 def _same(want: str | None, got: str | None) -> bool:

@@ -25,7 +25,7 @@ import yaml
 from orchestrator.planning.build import build_plan
 from orchestrator.planning.resolve import resolve_model
 from orchestrator.spec.site import SiteSpec
-from tests.helpers import EXAMPLES, load_example
+from tests.helpers import EXAMPLES, cli_options, load_example
 
 UPSTREAM = Path(__file__).resolve().parents[1] / "data/upstream/vllm-ascend/v0.23.0"
 TUTORIAL = UPSTREAM / "docs/source/tutorials/features/pd_disaggregation_mooncake_multi_node.md"
@@ -51,19 +51,6 @@ class Script:
     variables: dict[str, str]
     exports: dict[str, str]
     serve: list[str]
-
-
-def options(tokens: list[str]) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    i = 0
-    while i < len(tokens):
-        flag = tokens[i]
-        assert flag.startswith("--"), tokens
-        if i + 1 < len(tokens) and not tokens[i + 1].startswith("--"):
-            out[flag], i = tokens[i + 1], i + 2
-        else:
-            out[flag], i = None, i + 1
-    return out
 
 
 def _script(tab: str) -> Script:
@@ -117,7 +104,7 @@ def expand(script: Script, args: dict[str, str]) -> Command:
         return re.sub(r"\$(\w+)", lambda m: values.get(m.group(1), m.group(0)), text)
 
     tokens = [sub(t) for t in script.serve]
-    return Command(tokens[0], options(tokens[1:]), {k: sub(v) for k, v in script.exports.items()})
+    return Command(tokens[0], cli_options(tokens[1:]), {k: sub(v) for k, v in script.exports.items()})
 
 
 def rendered(server: str) -> dict[int, Command]:
@@ -128,7 +115,7 @@ def rendered(server: str) -> dict[int, Command]:
         args = [str(a) for a in rank["args"]]
         assert args[0] == "serve"
         env = {k: str(v) for k, v in rank["env"].items()}
-        out[int(rank["dp_rank"])] = Command(args[1], options(args[2:]), env)
+        out[int(rank["dp_rank"])] = Command(args[1], cli_options(args[2:]), env)
     return out
 
 
@@ -270,7 +257,7 @@ def test_the_layerwise_connector_differs_from_its_tab_in_the_same_places() -> No
     ours: dict[tuple[str, int], Command] = {}
     for inst in pd.instances:
         for r in inst.ranks:
-            ours[(r.server, r.dp_rank)] = Command(r.args[1], options(list(r.args[2:])), dict(r.env))
+            ours[(r.server, r.dp_rank)] = Command(r.args[1], cli_options(list(r.args[2:])), dict(r.env))
     documented = set(_DIFFERS.findall((EXAMPLES / SITE / "site.yaml").read_text(encoding="utf-8")))
     starts, ips, found = launches(), _addresses(), set()
     for script in tabs.values():
