@@ -112,6 +112,7 @@ def test_never_healthy_fails_the_health_gate_at_the_timeout(
         ["serve", str(checkpoints["a"]), "--served-model-name", "sim"], FAKE_VLLM_NEVER_HEALTHY="1"
     )
     assert proc.port is not None
+    proc.wait_port()  # listening (a loaded machine may start it slower than the gate's 2 s), never healthy
     gates = g.Gates(params(proc.port, baseline=baseline, timeout_s=2), None)
     assert not gates.run()
     assert names(gates) == [("health", False)]
