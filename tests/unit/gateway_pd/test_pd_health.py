@@ -52,7 +52,7 @@ def test_a_dead_rank_fails_requests_until_checked_out_then_returns_by_itself(
     statuses: list[int] = []
     while healthy(r, dead.url):
         statuses.append(r.post("/v1/completions", BODY).status)
-        assert time.monotonic() - t0 < INTERVAL * FAILURES + 3, "the dead rank was not taken out"
+        assert time.monotonic() - t0 < INTERVAL * FAILURES + 20, "the dead rank was not taken out"
     out_after = time.monotonic() - t0
     assert 500 in statuses and set(statuses) <= {200, 500}, statuses  # round robin: every other one fails
     assert r.get("/readiness").json()[stage] == {"healthy": 1, "total": 2}
@@ -63,7 +63,7 @@ def test_a_dead_rank_fails_requests_until_checked_out_then_returns_by_itself(
     dead.start()  # the same port: a restarted `vllm serve`
     t1 = time.monotonic()
     while not healthy(r, dead.url):
-        assert time.monotonic() - t1 < INTERVAL * 1 + 3, "the rank did not come back"
+        assert time.monotonic() - t1 < INTERVAL * 1 + 20, "the rank did not come back"
         time.sleep(0.1)
     assert [r.post("/v1/completions", BODY).status for _ in range(4)] == [200] * 4
     assert len(dead.completions()) > before  # routed to again, no API call

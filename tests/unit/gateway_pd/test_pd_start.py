@@ -103,16 +103,16 @@ def test_power_of_two_needs_two_workers_in_its_stage(
 def test_a_worker_down_at_start_up_is_not_waited_for(
     backend: Callable[..., Backend], router: Callable[..., Router]
 ) -> None:
-    """--worker-startup-timeout-secs 8: the router is ready well before the timeout (a router that waited for
-    the dead worker would answer after 8 s at the earliest; the bound leaves a loaded machine room) and still
-    up after it; the dead decode is listed healthy (the health checker has not run yet: interval 60 s)."""
+    """--worker-startup-timeout-secs 30: the router is ready before the timeout (a router that waited for
+    the dead worker would answer after 30 s at the earliest; 0.3 s on an idle machine, 7 s seen on a loaded CI
+    machine) and still up after it; the dead decode is listed healthy (the health checker has not run yet: interval 60 s)."""
     p, d = backend("prefill"), backend("decode")
     dead = f"http://{DECODE_HOST}:{free_port(DECODE_HOST)}"
-    r = router(pd_args([p.url], [d.url, dead], *RR, "--worker-startup-timeout-secs", "8",
+    r = router(pd_args([p.url], [d.url, dead], *RR, "--worker-startup-timeout-secs", "30",
                        "--worker-startup-check-interval", "1"))  # fmt: skip
     ready = r.wait("/readiness")
-    assert ready < 6
-    time.sleep(8.5 - ready)
+    assert ready < 29
+    time.sleep(30.5 - ready)
     assert r.exited() is None
     listed = {w["url"]: w["is_healthy"] for w in r.get("/workers").json()["workers"]}
     assert listed[dead] is True
@@ -122,16 +122,15 @@ def test_a_worker_down_at_start_up_is_not_waited_for(
 def test_restart_cost_with_the_a3_tutorial_worker_count(
     backend: Callable[..., Backend], router: Callable[..., Router]
 ) -> None:
-    """4 prefill + 32 decode workers (the A3 2P1D layout), all up: start to /readiness 200."""
+    """4 prefill + 32 decode workers (the A3 2P1D layout), all up: the restarted router is ready with every
+    worker healthy, without waiting for a health-check interval. The time it takes (0.3 s measured on an idle
+    test machine, docs/pd-gateway.md) is not asserted: a wall-clock bound only measures the machine's load."""
     ps, ds = [backend("prefill") for _ in range(4)], [backend("decode") for _ in range(32)]
     r = router(pd_args([b.url for b in ps], [b.url for b in ds], "--prefill-policy", "cache_aware",
-                       "--decode-policy", "power_of_two"))  # fmt: skip
-    t0 = time.monotonic()
-    r.wait("/readiness", timeout=10)
-    elapsed = time.monotonic() - t0
+                       "--decode-policy", "power_of_two", "--health-check-interval-secs", "3600"))  # fmt: skip
+    r.wait("/readiness", timeout=60)
     assert r.get("/readiness").json() == {"status": "ready", "prefill": {"healthy": 4, "total": 4},
                                           "decode": {"healthy": 32, "total": 32}}  # fmt: skip
-    assert elapsed < 3, elapsed  # measured 0.3 s on the test machine
 
 
 def test_sigterm_finishes_requests_in_flight_and_refuses_new_ones(
@@ -154,7 +153,7 @@ def test_sigterm_finishes_requests_in_flight_and_refuses_new_ones(
     assert r.wait_exit(10) == 0
     client.join(5)
     assert results == [200]
-    assert 1.0 < time.monotonic() - t0 < 5  # it waited for the decode's answer (2 s hold)
+    assert time.monotonic() - t0 > 1.0  # it waited for the decode's answer (2 s hold), wait_exit bounds it
     assert "starting graceful shutdown" in r.text()
 
 
