@@ -104,8 +104,9 @@ def test_a_worker_down_at_start_up_is_not_waited_for(
     backend: Callable[..., Backend], router: Callable[..., Router]
 ) -> None:
     """--worker-startup-timeout-secs 30: the router is ready before the timeout (a router that waited for
-    the dead worker would answer after 30 s at the earliest; 0.3 s on an idle machine, 7 s seen on a loaded CI
-    machine) and still up after it; the dead decode is listed healthy (the health checker has not run yet: interval 60 s)."""
+    the dead worker would answer after 30 s at the earliest; 0.3 s on an idle machine, 7 s seen on a loaded
+    CI machine) and still up after it; the dead decode is listed healthy (the health checker has not run yet:
+    interval 60 s)."""
     p, d = backend("prefill"), backend("decode")
     dead = f"http://{DECODE_HOST}:{free_port(DECODE_HOST)}"
     r = router(pd_args([p.url], [d.url, dead], *RR, "--worker-startup-timeout-secs", "30",
@@ -126,8 +127,15 @@ def test_restart_cost_with_the_a3_tutorial_worker_count(
     worker healthy, without waiting for a health-check interval. The time it takes (0.3 s measured on an idle
     test machine, docs/pd-gateway.md) is not asserted: a wall-clock bound only measures the machine's load."""
     ps, ds = [backend("prefill") for _ in range(4)], [backend("decode") for _ in range(32)]
-    r = router(pd_args([b.url for b in ps], [b.url for b in ds], "--prefill-policy", "cache_aware",
-                       "--decode-policy", "power_of_two", "--health-check-interval-secs", "3600"))  # fmt: skip
+    flags = (
+        "--prefill-policy",
+        "cache_aware",
+        "--decode-policy",
+        "power_of_two",
+        "--health-check-interval-secs",
+        "3600",
+    )
+    r = router(pd_args([b.url for b in ps], [b.url for b in ds], *flags))
     r.wait("/readiness", timeout=60)
     assert r.get("/readiness").json() == {"status": "ready", "prefill": {"healthy": 4, "total": 4},
                                           "decode": {"healthy": 32, "total": 32}}  # fmt: skip
