@@ -121,7 +121,9 @@ class SiteRun:
 
     def require_controller(self, selected: Iterable[str], err: Console) -> None:
         """Exit INVALID_SPEC, before any host is contacted, when a secret or a controller-side file the
-        selected phases (or "drift") need is missing; each finding names the field, its line and the fix."""
+        selected phases (or "drift") need is missing; each finding names the field, its line and the fix.
+        Every command that runs phases calls it first, so it also refuses a PD site's serve phase
+        (refuse_unserved_pd)."""
         from orchestrator.spec.findings import format_finding
         from orchestrator.validation.controller import controller_findings, located
 
