@@ -15,12 +15,12 @@ import os
 import re
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from orchestrator.cli.app import main
 from orchestrator.pipeline import ValidationResult, validate_file
 from orchestrator.spec.findings import Finding, format_finding, format_path
 from tests.helpers import PATIENCE_S
@@ -153,6 +153,7 @@ def test_secret_is_never_echoed(path: Path, results: dict[Path, ValidationResult
 
 
 def _run_cli(path: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m orchestrator validate FILE` in its own process."""
     env = {k: v for k, v in os.environ.items() if k not in ("ORCHESTRATOR_DEBUG", "FORCE_COLOR")}
     env["NO_COLOR"] = "1"
     env["COLUMNS"] = "250"
@@ -167,9 +168,45 @@ def _run_cli(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_cli_rejects_every_corpus_file() -> None:
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        runs = dict(zip(FILES, pool.map(_run_cli, FILES), strict=True))
+def _in_process(path: Path, capsys: pytest.CaptureFixture[str]) -> subprocess.CompletedProcess[str]:
+    """The same command through the CLI's entry point (`orchestrator.cli.app.main`) in this process: the
+    whole command (parsing, validation, output, exit code) without a Python start per file."""
+    with pytest.raises(SystemExit) as stop:
+        main(["validate", str(path)])
+    out = capsys.readouterr()
+    code = stop.value.code
+    return subprocess.CompletedProcess(
+        ["validate", str(path)], code if isinstance(code, int) else 1, out.out, out.err
+    )
+
+
+def test_one_corpus_file_in_its_own_process_reads_as_in_process(capsys: pytest.CaptureFixture[str]) -> None:
+    """The in-process runs below stand for `python -m orchestrator validate`: same exit code, same output."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("NO_COLOR", "1")
+        env.setenv("COLUMNS", "250")
+        env.delenv("ORCHESTRATOR_DEBUG", raising=False)
+        env.delenv("FORCE_COLOR", raising=False)
+        env.chdir(ROOT)
+        for path in (FILES[0], *SECRET_FILES[:1]):
+            here = _in_process(path, capsys)
+            there = _run_cli(path)
+            assert (here.returncode, here.stdout, here.stderr) == (
+                there.returncode,
+                there.stdout,
+                there.stderr,
+            )
+
+
+def test_cli_rejects_every_corpus_file(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.delenv("ORCHESTRATOR_DEBUG", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.chdir(ROOT)
+    runs = {path: _in_process(path, capsys) for path in FILES}
     problems: list[str] = []
     for path, proc in runs.items():
         exp = read_expectation(path)

@@ -36,7 +36,6 @@ from filelock import FileLock
 from tests.integration.sim.sim_helpers import BIN, Sim, bring_up, run
 
 HOST_LAYER = "preflight,drivers,host,network"
-FLEET = "image,weights,serve,gateway,monitoring"
 HEALTH_TIMEOUT_S = 180.0
 
 
@@ -48,6 +47,9 @@ class Golden:
     serves: bool  # replicas that must answer /health
     # what the first restore checks with `apply --check` (None: nothing; the modules' own tests do it)
     proof: str | None
+    # phases applied to every restored copy before its proof and its module: a rebooted gateway host runs an
+    # empty router (vllm-router keeps its workers in memory; the gateway phase adds the healthy heads)
+    after_restore: str | None = None
 
 
 GOLDENS = {
@@ -56,9 +58,18 @@ GOLDENS = {
         # one Atlas 800T A2 server, every phase: test_doctor_live, test_status_served (its check run of every
         # phase tag alone and its drift check are the proof)
         Golden("s1", ("--nodes", "1"), None, True, None),
-        # three servers in the mixed layout, every phase: test_serve_phase, test_rollout (the host layer of a
-        # restored copy is h2's, whose modules prove it)
-        Golden("mx", ("--nodes", "3", "--layout", "mixed"), None, True, FLEET),
+        # three servers in the mixed layout, a gateway and a monitoring host, every phase:
+        # test_gateway_phase, test_serve_phase, test_rollout (the last two turn the gateway off in their
+        # copy's spec: the gateway's tests drive the router; the host layer of a restored copy is h2's, whose
+        # modules prove it)
+        Golden(
+            "mx",
+            ("--nodes", "3", "--layout", "mixed", "--gateway", "--monitoring"),
+            None,
+            True,
+            "image,weights",  # serve: test_serve_phase's no-op apply; gateway, monitoring: test_gateway_phase
+            "gateway",
+        ),
         # two servers, the host layer: test_plan (a converged cluster plans no change), test_drift (in sync)
         Golden("h2", ("--nodes", "2", "--no-image-base"), HOST_LAYER, False, None),
     )
@@ -197,6 +208,14 @@ def _reset_controller(paths: Paths, sim: Sim) -> None:
     assert (paths.root / "inventories" / sim.name / "site.yaml").is_file()
 
 
+def _after_restore(golden: Golden, paths: Paths, sim: Sim) -> None:
+    """Apply the golden's after-restore phases; the controller's files stay as saved (no run recorded)."""
+    assert golden.after_restore
+    proc = run(apply_argv(sim, golden.after_restore), paths.root, check=False, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    _reset_controller(paths, sim)
+
+
 def _prove(golden: Golden, paths: Paths, sim: Sim) -> None:
     """apply --check changes nothing on a restored copy, and every replica answers /health."""
     assert golden.proof
@@ -242,6 +261,10 @@ def module_golden(factory: pytest.TempPathFactory, key: str) -> Iterator[Sim]:
                 health = wait_replicas(sim)
                 assert set(health.values()) == {200}, f"golden {key} restored, replicas not healthy: {health}"
             timed(key, "restore", started)
+            if golden.after_restore:
+                started = time.monotonic()
+                _after_restore(golden, paths, sim)
+                timed(key, "after restore", started)
             if golden.proof and not paths.proved.exists():
                 started = time.monotonic()
                 _prove(golden, paths, sim)
@@ -249,6 +272,17 @@ def module_golden(factory: pytest.TempPathFactory, key: str) -> Iterator[Sim]:
             yield sim
         finally:
             sim.sim("down", check=False)
+
+
+def gateway_off(sim: Sim) -> Sim:
+    """The copy's spec with the gateway disabled (the router on gw-01 keeps running, untouched): the serve
+    phase then rolls replicas without draining them from a router, as on a site without a gateway."""
+    site = sim.root / "inventories" / sim.name / "site.yaml"
+    text = site.read_text(encoding="utf-8")
+    assert text.count("gateway:\n  enabled: true\n") == 1, text
+    off = text.replace("gateway:\n  enabled: true\n", "gateway:\n  enabled: false\n")
+    site.write_text(off, encoding="utf-8")
+    return sim
 
 
 def remove_all(run: Path) -> None:

@@ -1,7 +1,7 @@
-"""The gateway and monitoring phases on one simulated cluster (`sim up --layout mixed --gateway
+"""The gateway and monitoring phases on a copy of the mx golden (goldens.py: `sim up --layout mixed --gateway
 --monitoring`): 3 NPU servers with 3 replicas (one spanning a2-01 + a2-02, two on a2-03), an API key, gw-01
 running vllm-router 0.1.17 (the PyPI wheel, built into an image on gw-01 FROM the simulator's base) and
-mon-01 running Prometheus. One `orchestrator apply` of every phase from bare servers, then:
+mon-01 running Prometheus, converged by one `orchestrator apply` of every phase from bare servers. Then:
 
 - the official `openai` client through the gateway gets completions and chat completions, streamed and not,
   with the replicas' key (401 from the replica without it: the router passes Authorization through);
@@ -34,11 +34,12 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.integration.sim import goldens
 from tests.integration.sim.load import BackgroundLoad, run_load
 from tests.integration.sim.serving_helpers import sh
-from tests.integration.sim.sim_helpers import BIN, Sim, ansible_playbook, module_cluster, recap, run
+from tests.integration.sim.sim_helpers import BIN, Sim, ansible_playbook, recap, run
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("mx"))]
 
 PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serve", "gateway", "monitoring")
 MODEL = "sim-deepseek"
@@ -48,9 +49,7 @@ OUTPUTS: list[str] = []
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(
-        tmp_path_factory, "it-gw-", "--nodes", "3", "--layout", "mixed", "--gateway", "--monitoring"
-    )
+    yield from goldens.module_golden(tmp_path_factory, "mx")
 
 
 def apply_json(sim: Sim, *args: str) -> dict[str, Any]:
@@ -112,16 +111,14 @@ def plain_gateway_check(sim: Sim) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def applied(sim: Sim) -> dict[str, Any]:
-    t0 = time.monotonic()
-    first = apply_json(sim)  # every phase, from bare servers
+    assert sim.converge is not None  # the golden's apply of every phase from bare servers
+    OUTPUTS.append(sim.converge.stdout + sim.converge.stderr)
+    assert sim.converge.returncode == 0 and sim.converge.stdout.count("\n") == 1, sim.converge.stdout[-3000:]
+    first = json.loads(sim.converge.stdout)
     assert [p["name"] for p in first["phases"] if p["status"] == "ok"] == [*PIPELINE], json.dumps(first)[
         -4000:
     ]
-    return {
-        "counts": gateway_counts(first),
-        "seconds": time.monotonic() - t0,
-        "started": router_started_at(sim),
-    }
+    return {"counts": gateway_counts(first), "started": router_started_at(sim)}
 
 
 def test_openai_client_through_the_gateway(sim: Sim, applied: dict[str, Any]) -> None:

@@ -1,7 +1,7 @@
-"""The serve phase's rolling update on one simulated cluster in the mixed layout (`sim up
---layout mixed`): replica mn spans a2-01 + a2-02 (head + headless), a2-03 holds a2-03-a and a2-03-b. The
-gateway is disabled here (the gateway's tests drive the router). One `orchestrator apply` of every phase
-from bare servers, then `--phases serve` applies of spec changes:
+"""The serve phase's rolling update on a copy of the mx golden (goldens.py: `sim up --layout mixed --gateway
+--monitoring`): replica mn spans a2-01 + a2-02 (head + headless), a2-03 holds a2-03-a and a2-03-b. The
+copy's spec turns the gateway off (the gateway's tests drive the router). One `orchestrator apply` of every
+phase from bare servers, then `--phases serve` applies of spec changes:
 
 - a config change (serving.env) rolls through in batches of head servers (serial [1, 1]): the canary mn
   first, alone, as a unit on its head a2-01 (both of its containers replaced), then a2-03, which rolls the
@@ -33,7 +33,7 @@ from tests.integration.sim.sim_helpers import BIN, Sim, run
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("mx"))]
 
-PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serve")
+PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serve", "gateway", "monitoring")
 MODEL = "sim-deepseek"
 CONTAINERS = {"a2-01": ["vllm-mn"], "a2-02": ["vllm-mn"], "a2-03": ["vllm-a2-03-a", "vllm-a2-03-b"]}
 GATES = "  gates: {startup_timeout_s: 30, soak_s: 6, latency_budget_s: 10}\n"
@@ -42,7 +42,8 @@ GATES = "  gates: {startup_timeout_s: 30, soak_s: 6, latency_budget_s: 10}\n"
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
     """A copy of the mixed-layout golden, served by one apply of every phase from bare servers."""
-    yield from goldens.module_golden(tmp_path_factory, "mx")
+    for sim in goldens.module_golden(tmp_path_factory, "mx"):
+        yield goldens.gateway_off(sim)
 
 
 def site_text(sim: Sim) -> str:

@@ -1,7 +1,7 @@
-"""The serve phase on one simulated cluster of 3 servers in the mixed layout (`sim up --layout mixed`): a
-multi-node DP replica on a2-01 + a2-02 (head + headless), a2-03 holding two replicas on disjoint NPUs, and
-an API key in a secret file. One `orchestrator apply` of every phase from bare servers (preflight, drivers,
-host, network, image, weights, serve), then `orchestrator apply --phases serve` again and again:
+"""The serve phase on a copy of the mx golden (goldens.py: 3 servers in the mixed layout, a gateway and a
+monitoring host; the copy's spec turns the gateway off): a multi-node DP replica on a2-01 + a2-02 (head +
+headless), a2-03 holding two replicas on disjoint NPUs, and an API key in a secret file. One `orchestrator
+apply` of every phase from bare servers, then `orchestrator apply --phases serve` again and again:
 
 - every replica answers the official `openai` client (completion and chat completion) with the key, 401
   without it;
@@ -31,7 +31,7 @@ from tests.integration.sim.sim_helpers import BIN, ENV, Sim, ansible_playbook, r
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("mx"))]
 
 SERVERS = ["a2-01", "a2-02", "a2-03"]
-PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serve")
+PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serve", "gateway", "monitoring")
 MODEL = "sim-deepseek"
 CONTAINERS = {"a2-01": ["vllm-mn"], "a2-02": ["vllm-mn"], "a2-03": ["vllm-a2-03-a", "vllm-a2-03-b"]}
 OUTPUTS: list[str] = []  # every apply / playbook output of this module, for the secret grep
@@ -40,7 +40,8 @@ OUTPUTS: list[str] = []  # every apply / playbook output of this module, for the
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
     """A copy of the mixed-layout golden, served by one apply of every phase from bare servers."""
-    yield from goldens.module_golden(tmp_path_factory, "mx")
+    for sim in goldens.module_golden(tmp_path_factory, "mx"):
+        yield goldens.gateway_off(sim)
 
 
 def apply_json(sim: Sim, *args: str) -> dict[str, Any]:

@@ -1,12 +1,11 @@
 """Health of PD workers in the real vllm-router: a prefill or decode rank that stops answering, and comes
-back.
-
-Started with our rendered flags (retries and circuit breaker on, as the spec's defaults) and short health
-checks (interval 2 s, 3 failures out, 1 success back: the dead rank stays in for at least 4 s, so a burst of
-requests sent right after it stops reaches it even on a loaded machine). Measured with 0.1.17: until the health checker takes a
-dead rank out (about interval x failure threshold), each request the policy sends to it fails with 500 (the
-PD path does not retry it on another rank); afterwards every request goes to the live ranks; when the rank
-answers again it is routed to again (interval x success threshold), with no API call."""
+back. Started with our rendered flags (retries and circuit breaker on, as the spec's defaults) and short
+health checks (interval 2 s, 3 failures out, 1 success back: the dead rank stays in for at least 4 s, so a
+burst of requests sent right after it stops reaches it even on a loaded machine). Measured with 0.1.17:
+until the health checker takes a dead rank out (about interval x failure threshold), each request the
+policy sends to it fails with 500 (the PD path does not retry it on another rank); afterwards every
+request goes to the live ranks; when the rank answers again it is routed to again (interval x success
+threshold), with no API call."""
 
 from __future__ import annotations
 
