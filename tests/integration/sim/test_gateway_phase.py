@@ -16,7 +16,7 @@ mon-01 running Prometheus, converged by one `orchestrator apply` of every phase 
 - Prometheus on mon-01 scrapes every target of every job (npu-exporter, node, vllm, vllm-router,
   prometheus) and holds one npu_chip_info_health_status series per simulated chip; a chip made unhealthy
   with `sim fault npu-unhealthy` reads 0 there; a second apply of the monitoring phase and check mode
-  change nothing."""
+  change nothing (Prometheus is stopped after these tests: goldens.quiet_monitoring)."""
 
 from __future__ import annotations
 
@@ -257,7 +257,16 @@ def test_a_second_monitoring_apply_and_check_mode_change_nothing(sim: Sim, appli
     assert {h: c["changed"] for h, c in recap(proc.stdout).items()} == dict.fromkeys([*NPU_SERVERS, MON], 0)
 
 
-def test_a_worker_removed_by_hand_is_reported_then_added_back(sim: Sim, applied: dict[str, Any]) -> None:
+@pytest.fixture(scope="module")
+def quiet(sim: Sim, applied: dict[str, Any]) -> None:
+    """Prometheus stopped once the monitoring tests above ran (goldens.quiet_monitoring: its scrapes are
+    the CPU an idle simulated cluster spends); the tests below read no Prometheus metric."""
+    goldens.quiet_monitoring(sim)
+
+
+def test_a_worker_removed_by_hand_is_reported_then_added_back(
+    sim: Sim, applied: dict[str, Any], quiet: None
+) -> None:
     gone = heads(sim)[0]
     req = urllib.request.Request(
         f"{gateway_url(sim)}/remove_worker?url={urllib.parse.quote(gone, safe='')}", method="POST"
@@ -276,7 +285,9 @@ def test_a_worker_removed_by_hand_is_reported_then_added_back(sim: Sim, applied:
     assert router_started_at(sim) == applied["started"]  # no restart to add a worker
 
 
-def test_ten_seconds_of_load_through_the_gateway_fail_nothing(sim: Sim, applied: dict[str, Any]) -> None:
+def test_ten_seconds_of_load_through_the_gateway_fail_nothing(
+    sim: Sim, applied: dict[str, Any], quiet: None
+) -> None:
     report = run_load(gateway_url(sim), api_key(sim), MODEL, concurrency=8, seconds=10)
     summary = report.summary()
     print("load:", json.dumps(summary))
@@ -290,7 +301,9 @@ def test_ten_seconds_of_load_through_the_gateway_fail_nothing(sim: Sim, applied:
     assert report.min_workers == 3 and len(report.worker_samples) >= 20, summary
 
 
-def test_another_policy_replaces_the_router_and_re_adds_the_heads(sim: Sim, applied: dict[str, Any]) -> None:
+def test_another_policy_replaces_the_router_and_re_adds_the_heads(
+    sim: Sim, applied: dict[str, Any], quiet: None
+) -> None:
     site = sim.root / "inventories" / sim.name / "site.yaml"
     text = site.read_text()
     assert text.count("gateway:\n  enabled: true\n") == 1
@@ -317,7 +330,7 @@ def plain_gateway_check_after_render(sim: Sim) -> tuple[int, str]:
 
 
 def test_a_release_rolls_through_the_gateway_under_load_without_a_failed_request(
-    sim: Sim, applied: dict[str, Any]
+    sim: Sim, applied: dict[str, Any], quiet: None
 ) -> None:
     """A serving change (a new env variable: every replica's release changes) rolls canary first (mn, on its
     head a2-01), then a2-03, which rolls the two replicas it heads one after another, through the running
@@ -375,7 +388,7 @@ def settled_success_total(sim: Sim) -> float:
 
 
 def test_bench_through_the_gateway_reports_levels_table_and_plot(
-    sim: Sim, applied: dict[str, Any], tmp_path: Path
+    sim: Sim, applied: dict[str, Any], quiet: None, tmp_path: Path
 ) -> None:
     """`orchestrator bench SITE` loads the gateway (not a replica) at two concurrency levels: every request
     succeeds, TTFT / ITL / throughput are reported per level, the replicas behind the router counted exactly
