@@ -180,32 +180,27 @@ def _in_process(path: Path, capsys: pytest.CaptureFixture[str]) -> subprocess.Co
     )
 
 
-def test_one_corpus_file_in_its_own_process_reads_as_in_process(capsys: pytest.CaptureFixture[str]) -> None:
-    """The in-process runs below stand for `python -m orchestrator validate`: same exit code, same output."""
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("NO_COLOR", "1")
-        env.setenv("COLUMNS", "250")
-        env.delenv("ORCHESTRATOR_DEBUG", raising=False)
-        env.delenv("FORCE_COLOR", raising=False)
-        env.chdir(ROOT)
-        for path in (FILES[0], *SECRET_FILES[:1]):
-            here = _in_process(path, capsys)
-            there = _run_cli(path)
-            assert (here.returncode, here.stdout, here.stderr) == (
-                there.returncode,
-                there.stdout,
-                there.stderr,
-            )
-
-
-def test_cli_rejects_every_corpus_file(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What _run_cli gives its process, for the in-process runs: no colour, 250 columns, the checkout."""
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("COLUMNS", "250")
     monkeypatch.delenv("ORCHESTRATOR_DEBUG", raising=False)
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.chdir(ROOT)
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_one_corpus_file_in_its_own_process_reads_as_in_process(capsys: pytest.CaptureFixture[str]) -> None:
+    """The in-process runs below stand for `python -m orchestrator validate`: same exit code, same output."""
+    for path in (FILES[0], *SECRET_FILES[:1]):
+        here = _in_process(path, capsys)
+        there = _run_cli(path)
+        assert (here.returncode, here.stdout, here.stderr) == (there.returncode, there.stdout, there.stderr)
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_cli_rejects_every_corpus_file(capsys: pytest.CaptureFixture[str]) -> None:
     runs = {path: _in_process(path, capsys) for path in FILES}
     problems: list[str] = []
     for path, proc in runs.items():
