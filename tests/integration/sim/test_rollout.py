@@ -42,7 +42,7 @@ GATES = "  gates: {startup_timeout_s: 30, soak_s: 6, latency_budget_s: 10}\n"
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
     """A copy of the mixed-layout golden, served by one apply of every phase from bare servers."""
-    for sim in goldens.module_golden(tmp_path_factory, "mx"):
+    for sim in goldens.module_golden(tmp_path_factory, "mx", after_restore=False):
         yield goldens.gateway_off(sim)
 
 

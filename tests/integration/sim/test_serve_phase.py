@@ -40,7 +40,7 @@ OUTPUTS: list[str] = []  # every apply / playbook output of this module, for the
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
     """A copy of the mixed-layout golden, served by one apply of every phase from bare servers."""
-    for sim in goldens.module_golden(tmp_path_factory, "mx"):
+    for sim in goldens.module_golden(tmp_path_factory, "mx", after_restore=False):
         yield goldens.gateway_off(sim)
 
 
