@@ -4,11 +4,30 @@ from __future__ import annotations
 
 import copy
 import os
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers import load_example
+
+PYTHONPATH_HOOKS = Path(__file__).parent / "pythonpath"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every process the tests start (orchestrator, ansible-playbook and its workers) keeps Ansible's module
+    payloads across runs: tests/pythonpath/ascend_testbed_ansiballz.py. ASCEND_TESTBED_ANSIBALLZ_CACHE=0
+    turns it off; xdist workers inherit what the first process set."""
+    if os.environ.get("ASCEND_TESTBED_ANSIBALLZ_CACHE") == "0":
+        return
+    os.environ.setdefault(
+        "ASCEND_TESTBED_ANSIBALLZ_CACHE",
+        str(Path(tempfile.gettempdir()) / f"ascend-testbed-ansiballz-{os.getuid()}"),
+    )
+    paths = os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    if str(PYTHONPATH_HOOKS) not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([str(PYTHONPATH_HOOKS), *filter(None, paths)])
 
 
 @pytest.fixture

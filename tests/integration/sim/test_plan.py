@@ -2,9 +2,9 @@
 after a converged apply the plan's JSON lists no change; after hand edits on two servers it lists exactly
 those servers, phases and changes (the sysctl, the template's diff, the NPU-NIC record), and the servers stay
 byte-identical through the plan (sha256 of their configuration trees, the live sysctls, NPU NICs and kernel
-module parameters, the inner Docker's containers); an unreachable server exits 4. Plan's wall time is
-measured against a no-op apply of the same phases on the same cluster (printed, and kept in the report).
-The tests run in file order on one module-scoped cluster."""
+module parameters, the inner Docker's containers); an unreachable server exits 4. Each command's wall time
+is printed; plan against a no-op apply is a benchmark (benchmarks/, on 8 servers), not a test here. The
+tests run in file order on one module-scoped cluster."""
 
 from __future__ import annotations
 
@@ -151,8 +151,6 @@ def test_after_a_converged_apply_plan_lists_no_change(sim: Sim) -> None:
     first = sim.converge  # the golden's `apply --phases HOST_LAYER` from bare servers, earlier in this run
     assert first is not None and goldens.GOLDENS["h2"].phases == HOST_LAYER
     applied(first.returncode, json.loads(first.stdout))
-    noop = apply(sim, "noop_apply")  # the no-op apply the plan's time is compared with
-    assert {c["changed"] for p in noop["phases"] for c in p["hosts"].values()} == {0}, noop
     rc, out = plan(sim, "plan_converged")
     assert rc == 0 and out["exit"] == 0 and out["result"] == "ok", out
     assert out["changes"] == [] and out["changed"] is False, out["changes"]
@@ -227,14 +225,3 @@ def test_an_unreachable_server_exits_4(sim: Sim) -> None:
         sim.sim("fault", "back", OTHER_HOST)
     assert rc == 4 and out["result"] == "unreachable", out
     assert out["summary"]["unreachable"] == {OTHER_HOST: "preflight"}, out["summary"]
-
-
-def test_report_plan_seconds_against_a_noop_apply(sim: Sim, capsys: pytest.CaptureFixture[str]) -> None:
-    """Not a race: a plan runs the same playbooks in check mode, so it should not take much longer than a
-    no-op apply (the drift acceptance compares the two on 8 servers in benchmarks/)."""
-    ratio = TIMES["plan_converged"] / TIMES["noop_apply"]
-    with capsys.disabled():
-        print(
-            f"\nplan timings (s): {json.dumps({k: round(v, 1) for k, v in TIMES.items()})}; ratio {ratio:.2f}"
-        )
-    assert ratio < 2.0, TIMES
