@@ -68,14 +68,14 @@ def test_off_unless_a_folder_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     assert hook.cache_root() == Path("/var/tmp/x")
 
 
-def run_ping(cache: str) -> None:
+def run_ping(cache: str, workdir: Path) -> None:
+    """`ansible localhost -m ping` in workdir (its own ANSIBLE_LOCAL_TEMP there), the cache set to cache."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env.update(
-        PYTHONPATH=str(HOOKS),
-        ASCEND_TESTBED_ANSIBALLZ_CACHE=cache,
-        ANSIBLE_LOCAL_TEMP=str(Path(cache).parent),
+        PYTHONPATH=str(HOOKS), ASCEND_TESTBED_ANSIBALLZ_CACHE=cache, ANSIBLE_LOCAL_TEMP=str(workdir / "lt")
     )
     adhoc = Path(sys.executable).parent / "ansible"
+    workdir.mkdir(exist_ok=True)
     done = subprocess.run(
         [
             str(adhoc),
@@ -88,6 +88,7 @@ def run_ping(cache: str) -> None:
             f"ansible_python_interpreter={sys.executable}",
         ],
         env=env,
+        cwd=workdir,
         capture_output=True,
         text=True,
         timeout=120,
@@ -98,13 +99,14 @@ def run_ping(cache: str) -> None:
 
 def test_a_second_ansible_process_reuses_the_payload(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    run_ping(str(cache))
+    run_ping(str(cache), tmp_path / "on")
     payloads = [p for p in cache.rglob("ansible.modules.ping-*") if not p.name.endswith(".lock")]
     assert len(payloads) == 1, sorted(cache.rglob("*"))
     first = payloads[0].stat()
-    run_ping(str(cache))
+    run_ping(str(cache), tmp_path / "on")
     again = payloads[0].stat()
     assert (again.st_ino, again.st_mtime_ns) == (first.st_ino, first.st_mtime_ns)  # read, not rebuilt
+    # off: ansible builds in its per-process folder, removed at exit; nothing is kept anywhere
     off = tmp_path / "off"
-    run_ping("0")
-    assert not off.exists()
+    run_ping("0", off)
+    assert not [p for p in off.rglob("*") if "ping" in p.name], sorted(off.rglob("*"))
