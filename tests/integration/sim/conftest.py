@@ -17,8 +17,7 @@ from tests.integration.sim.sim_helpers import Sim, module_cluster
 # prints the latest): only their order matters, for the longest-first start.
 COST = {
     "golden-mx": 3600,
-    "golden-h2": 1870,
-    "test_host_layer_e2e": 1510,
+    "golden-hl": 2400,
     "golden-s1": 1390,
     "test_weights_phase": 440,
     "test_image_phase": 410,

@@ -62,7 +62,7 @@ GOLDENS = {
         Golden("s1", ("--nodes", "1"), None, True, None),
         # three servers in the mixed layout, a gateway and a monitoring host, every phase:
         # test_gateway_phase, test_serve_phase, test_rollout (the last two turn the gateway off in their
-        # copy's spec: the gateway's tests drive the router; the host layer of a restored copy is h2's, whose
+        # copy's spec: the gateway's tests drive the router; the host layer of a restored copy is hl's, whose
         # modules prove it)
         Golden(
             "mx",
@@ -72,8 +72,12 @@ GOLDENS = {
             "image,weights",  # serve: test_serve_phase's no-op apply; gateway, monitoring: test_gateway_phase
             "gateway",
         ),
-        # two servers, the host layer: test_plan (a converged cluster plans no change), test_drift (in sync)
-        Golden("h2", ("--nodes", "2", "--no-image-base"), HOST_LAYER, False, None),
+        # three servers (the first two one multi-node replica) and a monitoring host, the host layer:
+        # test_host_layer_e2e (its converging apply is this one), test_plan and test_drift (on a2-01 and
+        # a2-02, --limit: a converged cluster plans no change, drifts nowhere)
+        Golden(
+            "hl", ("--nodes", "3", "--span", "2", "--monitoring", "--no-image-base"), HOST_LAYER, False, None
+        ),
     )
 }
 

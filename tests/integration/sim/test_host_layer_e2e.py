@@ -1,11 +1,12 @@
 """The whole host layer end to end on one simulated cluster (three Atlas 800T A2 servers, the first two
 serving one multi-node replica, and a monitoring host, over real SSH): `orchestrator apply` of every
-host-layer phase converges, a second apply changes nothing, the settings survive a simulated reboot, and
-after it check mode (`orchestrator apply --check` of every host-layer phase on every host) reports nothing
-but one manual edit, on exactly that host, in phase host, by the task that owns it, without undoing it.
-(Plain `ansible-playbook ... site.yml --tags P --check --diff` from the checkout's root:
+host-layer phase converges from bare servers (the hl golden's converging apply, goldens.py: this module
+reads it and the servers it left), a second apply changes nothing, the settings survive a simulated reboot,
+and after it check mode (`orchestrator apply --check` of every host-layer phase on every host) reports
+nothing but one manual edit, on exactly that host, in phase host, by the task that owns it, without undoing
+it. (Plain `ansible-playbook ... site.yml --tags P --check --diff` from the checkout's root:
 test_status_served.py.)
-The tests run in file order on one module-scoped cluster."""
+The tests run in file order on one module-scoped copy of the golden."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.sim.sim_helpers import Sim, module_cluster
+from tests.integration.sim import goldens
+from tests.integration.sim.sim_helpers import Sim
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("hl"))]
 
 HOST_LAYER = ["preflight", "drivers", "host", "network"]
 NPU = ["a2-01", "a2-02", "a2-03"]
@@ -39,9 +41,9 @@ HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    yield from module_cluster(
-        tmp_path_factory, "e2e", "--nodes", "3", "--span", "2", "--monitoring", "--no-image-base"
-    )
+    """A copy of the hl golden: `sim up --nodes 3 --span 2 --monitoring`, the host layer applied once from
+    bare servers (a restored copy is a rebooted converged cluster)."""
+    yield from goldens.module_golden(tmp_path_factory, "hl")
 
 
 def apply_json(sim: Sim, *args: str) -> dict[str, Any]:
@@ -94,7 +96,10 @@ def sh(sim: Sim, server: str, script: str) -> str:
 
 
 def test_first_apply_converges_every_phase_on_every_host(sim: Sim) -> None:
-    out = apply_json(sim)
+    first = sim.converge  # the golden's `apply --phases HOST_LAYER` from bare servers, earlier in this run
+    assert first is not None and goldens.GOLDENS["hl"].phases == ",".join(HOST_LAYER)
+    assert first.stdout.count("\n") == 1, first.stdout[-3000:] + first.stderr[-3000:]
+    out: dict[str, Any] = {**json.loads(first.stdout), "exit": first.returncode}
     assert out["exit"] == 0 and out["result"] == "ok" and out["failures"] == [], out
     counts = changed(out)
     assert all(counts[("preflight", h)] == 0 for h in PHASE_HOSTS["preflight"])  # read-only

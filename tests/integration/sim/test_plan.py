@@ -1,10 +1,12 @@
-"""`orchestrator plan` on one simulated cluster (two Atlas 800T A2 servers, the host-layer phases, real SSH):
-after a converged apply the plan's JSON lists no change; after hand edits on two servers it lists exactly
-those servers, phases and changes (the sysctl, the template's diff, the NPU-NIC record), and the servers stay
-byte-identical through the plan (sha256 of their configuration trees, the live sysctls, NPU NICs and kernel
-module parameters, the inner Docker's containers); an unreachable server exits 4. Each command's wall time
-is printed; plan against a no-op apply is a benchmark (benchmarks/, on 8 servers), not a test here. The
-tests run in file order on one module-scoped cluster."""
+"""`orchestrator plan` of the host-layer phases over real SSH: on a bare server, what the drivers phase
+installs; on a copy of the hl golden (three Atlas 800T A2 servers and a monitoring host, host layer
+converged), for two of its servers (`--limit a2-01,a2-02`): after the converged apply the plan's JSON lists
+no change; after hand edits on both it lists exactly those servers, phases and changes (the sysctl, the
+template's diff, the NPU-NIC record), and the servers stay byte-identical through the plan (sha256 of their
+configuration trees, the live sysctls, NPU NICs and kernel module parameters, the inner Docker's
+containers); an unreachable server exits 4. Each command's wall time is printed; plan against a no-op apply
+is a benchmark (benchmarks/, on 8 servers), not a test here. The tests run in file order on one
+module-scoped copy."""
 
 from __future__ import annotations
 
@@ -20,11 +22,13 @@ import pytest
 from tests.integration.sim import goldens
 from tests.integration.sim.sim_helpers import Sim, module_cluster
 
-pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("h2"))]
+pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("hl"))]
 
 HOST_LAYER = "preflight,drivers,host,network"
 HOSTS = ["a2-01", "a2-02"]
+LIMIT = ("--limit", ",".join(HOSTS))  # the golden's a2-03 and mon-01 are test_host_layer_e2e's
 SYSCTL_HOST, OTHER_HOST = HOSTS
+BARE = ["a2-01"]
 SYSCTL_FILE = "/etc/sysctl.d/90-ascend-orchestrator.conf"
 TMPFILES = "/etc/tmpfiles.d/90-ascend-orchestrator.conf"
 HCCN_TOOL = "/usr/local/Ascend/driver/tools/hccn_tool"
@@ -50,14 +54,14 @@ SYSCTLS = "sysctl -a 2>/dev/null"
 
 @pytest.fixture
 def bare(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    """Two servers as `sim up` leaves them, for the plan before any apply."""
-    yield from module_cluster(tmp_path_factory, "it-pl-", "--nodes", "2", "--no-image-base")
+    """One server as `sim up` leaves it, for the plan before any apply."""
+    yield from module_cluster(tmp_path_factory, "it-pl-", "--nodes", "1", "--no-image-base")
 
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    """A copy of the two-server golden: the host layer applied once from bare servers (goldens.py)."""
-    yield from goldens.module_golden(tmp_path_factory, "h2")
+    """A copy of the hl golden: the host layer applied once from bare servers (goldens.py)."""
+    yield from goldens.module_golden(tmp_path_factory, "hl")
 
 
 def timed(sim: Sim, key: str, *args: str) -> tuple[int, dict[str, Any]]:
@@ -72,7 +76,7 @@ def timed(sim: Sim, key: str, *args: str) -> tuple[int, dict[str, Any]]:
 def plan_table(sim: Sim, key: str) -> tuple[int, str, dict[str, Any]]:
     """The table for people, and the same plan's JSON, which the run keeps as plan.json."""
     started = time.monotonic()
-    proc = sim.cli("plan", sim.name, "--phases", HOST_LAYER, check=False)
+    proc = sim.cli("plan", sim.name, "--phases", HOST_LAYER, *LIMIT, check=False)
     TIMES[key] = time.monotonic() - started
     print(f"{key}: {TIMES[key]:.1f} s")
     found = re.search(r"artifacts in\s+(\S+)", proc.stdout)  # the summary wraps at 80 columns
@@ -80,12 +84,14 @@ def plan_table(sim: Sim, key: str) -> tuple[int, str, dict[str, Any]]:
     return proc.returncode, proc.stdout, json.loads((Path(found[1]) / "plan.json").read_text())
 
 
-def plan(sim: Sim, key: str, phases: str = HOST_LAYER) -> tuple[int, dict[str, Any]]:
-    return timed(sim, key, "plan", sim.name, "--phases", phases)
+def plan(
+    sim: Sim, key: str, phases: str = HOST_LAYER, limit: tuple[str, ...] = LIMIT
+) -> tuple[int, dict[str, Any]]:
+    return timed(sim, key, "plan", sim.name, "--phases", phases, *limit)
 
 
 def apply(sim: Sim, key: str) -> dict[str, Any]:
-    rc, out = timed(sim, key, "apply", sim.name, "--yes", "--phases", HOST_LAYER)
+    rc, out = timed(sim, key, "apply", sim.name, "--yes", "--phases", HOST_LAYER, *LIMIT)
     return applied(rc, out)
 
 
@@ -124,14 +130,14 @@ def test_a_bare_cluster_plans_the_driver_installs_and_the_rest_is_unknown_or_kno
     phase that check mode cannot evaluate without the driver is "unknown until drivers is applied", never a
     failure; nothing is installed by the plan."""
     sim = bare
-    rc, out = plan(sim, "plan_bare")
+    rc, out = plan(sim, "plan_bare", limit=())
     assert rc == 0 and out["result"] == "ok", out["summary"]
     assert out["summary"]["failed"] == {} and out["summary"]["unreachable"] == {}, out["summary"]
     drivers = [
         c for c in out["changes"] if c["phase"] == "drivers" and c["action"] == "ascend.npu.hdk_package"
     ]
     kinds = {(c["host"], c["kind"]) for c in drivers}
-    assert kinds == {(h, k) for h in HOSTS for k in ("driver", "firmware")}, drivers
+    assert kinds == {(h, k) for h in BARE for k in ("driver", "firmware")}, drivers
     for c in drivers:
         assert c["reboot"] is (c["kind"] == "firmware"), c
         assert "(install)" in c["detail"], c
@@ -140,7 +146,7 @@ def test_a_bare_cluster_plans_the_driver_installs_and_the_rest_is_unknown_or_kno
             assert state["state"] in ("changes", "unchanged", "unknown"), (p["name"], h, state)
             if state["state"] == "unknown":
                 assert state["note"].startswith("unknown until drivers is applied"), state
-    for h in HOSTS:
+    for h in BARE:
         assert (
             sim.exec(h, "test -e /usr/local/Ascend/driver/version.info && echo yes || echo no").strip()
             == "no"
@@ -149,12 +155,13 @@ def test_a_bare_cluster_plans_the_driver_installs_and_the_rest_is_unknown_or_kno
 
 def test_after_a_converged_apply_plan_lists_no_change(sim: Sim) -> None:
     first = sim.converge  # the golden's `apply --phases HOST_LAYER` from bare servers, earlier in this run
-    assert first is not None and goldens.GOLDENS["h2"].phases == HOST_LAYER
+    assert first is not None and goldens.GOLDENS["hl"].phases == HOST_LAYER
     applied(first.returncode, json.loads(first.stdout))
     rc, out = plan(sim, "plan_converged")
     assert rc == 0 and out["exit"] == 0 and out["result"] == "ok", out
     assert out["changes"] == [] and out["changed"] is False, out["changes"]
     assert [p["name"] for p in out["phases"]] == HOST_LAYER.split(",")
+    assert {h for p in out["phases"] for h in p["hosts"]} == set(HOSTS)  # --limit: the other two not run
     for p in out["phases"]:
         assert p["status"] == "ok" and p["changes"] == [], p
         assert {s["state"] for s in p["hosts"].values()} == {"unchanged"}, p
