@@ -3,8 +3,15 @@
 `python3 -m ascend_kernel.fusefs MOUNTPOINT` opens the real /sys/module and /sys/bus/pci/devices (for
 their read-only views) before anything is mounted over them, mounts, and serves until unmounted or
 killed. Single-threaded on purpose: a request never waits for another, and the daemon never touches the
-paths it serves (it would deadlock). Every file is direct_io with no attribute/entry caching, so each
-read asks the model and each write(2) is one kernel write, answered with the kernel's errno.
+paths it serves (it would deadlock). Every file is direct_io, so each read asks the model and each
+write(2) is one kernel write, answered with the kernel's errno.
+
+Names and attributes are cached for ENTRY_TTL_S (a file's attributes never change: size 4096 or 0, the
+mount's times, a fixed mode); a name that does not exist is never cached, so a node that appears (a module
+loaded, a device back) is seen at once, and one that goes (a module unloaded) can still be stat(2)-ed, not
+opened or listed, for at most ENTRY_TTL_S. Without the cache every open walked the path with one LOOKUP
+request per component: node exporter's scan of 192 CPUs' cpufreq and topology files (about 4,000 files) cost
+this daemon 2.3 CPU-s, 0.8 with it (measured in a simulated server, three scans each).
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ import fusepy  # type: ignore[import-not-found]  # python3-fusepy in the server 
 from ascend_kernel.kernel import Kernel
 from ascend_kernel.state import KernelError
 from ascend_kernel.tree import Dir, File, Link
+
+ENTRY_TTL_S = 1.0
 
 
 class KernelFS(fusepy.Operations):  # type: ignore[misc]
@@ -122,8 +131,8 @@ def main(argv: list[str]) -> int:
     os.makedirs(argv[0], exist_ok=True)
     fusepy.FUSE(
         KernelFS(kernel), argv[0], foreground=True, nothreads=True, allow_other=True,
-        default_permissions=True, direct_io=True, entry_timeout=0, attr_timeout=0, negative_timeout=0,
-        fsname="ascend-sim-kernel", subtype="ascend-sim",
+        default_permissions=True, direct_io=True, entry_timeout=ENTRY_TTL_S, attr_timeout=ENTRY_TTL_S,
+        negative_timeout=0, fsname="ascend-sim-kernel", subtype="ascend-sim",
     )  # fmt: skip
     return 0
 
