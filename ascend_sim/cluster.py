@@ -28,7 +28,7 @@ from typing import Any
 
 from docker.errors import APIError, NotFound
 
-from ascend_sim import images, spec_writer
+from ascend_sim import images, spec_pd, spec_writer
 from ascend_sim.engine import SimError, client, ensure_engine
 from ascend_sim.spec_writer import PROFILES, hardware_json
 from ascend_sim.state import (
@@ -283,6 +283,14 @@ def _check_shape(wanted: ClusterState) -> None:
             f"--layout mixed needs {least} or more NPU servers and no --span (it places a two-server "
             f"replica itself); got --nodes {wanted.nodes} --span {wanted.span}. Fix: `sim up --nodes {least} "
             "--layout mixed`."
+        )
+    if wanted.layout == "pd" and (wanted.nodes != spec_pd.PD_NODES or wanted.span > 1 or not wanted.gateway):
+        n, gw = spec_pd.PD_NODES, "" if wanted.gateway else " without --gateway"
+        raise SimError(
+            f"--layout pd needs exactly {n} NPU servers, no --span (it places prefill on the first server "
+            "and decode over the other two itself) and --gateway (a PD site is served through the gateway's "
+            f"prefill-then-decode proxy); got --nodes {wanted.nodes} --span {wanted.span}{gw}. "
+            f"Fix: `sim up --nodes {n} --gateway --layout pd`."
         )
 
 

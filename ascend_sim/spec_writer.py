@@ -17,6 +17,7 @@ from ascend_sim.engine import SimError
 from ascend_sim.images import base_tag
 from ascend_sim.npu_exporter_package import build_npu_exporter_package
 from ascend_sim.spec_monitoring import monitoring_section
+from ascend_sim.spec_pd import disaggregation
 from ascend_sim.state import ClusterState, SimServer, write_if_changed
 from orchestrator.catalog import get_chip, get_model, get_release
 from orchestrator.spec.findings import format_finding
@@ -40,8 +41,9 @@ MODEL_NAME = "sim-deepseek-tiny"
 MODEL_ARCH = "DeepSeek-V3"  # the checkpoint generator writes this architecture's config.json
 MODEL_BYTES = 32 * 1024 * 1024  # bf16: 16 M parameters
 SERVED_NAME = "sim-deepseek"
-LAYOUTS = ("default", "mixed")  # `sim up --layout`: what the spec's serving.replicas look like
+LAYOUTS = ("default", "mixed", "pd")  # `sim up --layout`: serving.replicas (pd: serving.disaggregation)
 MIXED_MIN_NODES = 3
+KEYED_LAYOUTS = ("mixed", "pd")  # serving.api_key: file:<cluster dir>/api-key, written by `sim up`
 # The servers are containers of the controller's kernel: `uname -m` there is the controller's machine, so
 # the profile says so (profiles.<p>.arch), the fake driver package is built for it (Huawei names the
 # architecture in the driver file name) and the fake installers' hardware.json says the same. The preflight
@@ -333,7 +335,8 @@ def render_site(state: ClusterState, cdir: Path, pkgs: dict[str, Path], model_di
 
 
 def api_key_file(cdir: Path) -> Path:
-    """The mixed layout's API key (serving.api_key: file:...), readable by the controller's user only."""
+    """The mixed and pd layouts' API key (serving.api_key: file:...), readable by the controller's user
+    only."""
     return cdir / "api-key"
 
 
@@ -378,11 +381,13 @@ def _replicas_mixed(state: ClusterState, half: int) -> list[str]:
 
 def _serving(state: ClusterState, cdir: Path, tp: int) -> list[str]:
     lines = [f"  parallelism: {{tp: {tp}}}"]
-    if state.layout == "mixed":
+    if state.layout in KEYED_LAYOUTS:
         lines.append(f"  api_key: file:{api_key_file(cdir).resolve()}  # written by `sim up`, mode 0600")
     lines += ["  max_model_len: 4096", "  max_num_seqs: 16"]
     if PROFILES[state.profile].chip == "310P3":
         lines.append("  enforce_eager: true")
+    if state.layout == "pd":  # prefill and decode pools instead of replicas (ascend_sim/spec_pd.py)
+        return lines + disaggregation(state, PROFILES[state.profile].devices)
     lines.append("  replicas:")
     if state.layout == "mixed":
         return lines + _replicas_mixed(state, tp)
@@ -415,7 +420,7 @@ def write_site(
         pkgs["npu_exporter"] = build_npu_exporter_package(cdir / "packages", arch=ARCH)
     more, model_dir = _checkpoint(cdir)
     changes += more + _image_context(cdir)
-    if state.layout == "mixed" and not api_key_file(cdir).is_file():
+    if state.layout in KEYED_LAYOUTS and not api_key_file(cdir).is_file():
         # 0600 from the start (write_if_changed creates it with the mode): the key is never world-readable
         write_if_changed(api_key_file(cdir), secrets.token_urlsafe(32) + "\n", mode=0o600)
         changes.append(f"wrote the API key {api_key_file(cdir)} (mode 0600)")

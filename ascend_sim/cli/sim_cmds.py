@@ -41,6 +41,7 @@ class ProfileName(StrEnum):
 class Layout(StrEnum):
     default = "default"
     mixed = "mixed"
+    pd = "pd"
 
 
 class Mode(StrEnum):
@@ -109,7 +110,8 @@ def up(
         typer.Option(
             help="Replicas of the spec. default: one per server (--span: the first over several); mixed (3+ "
             "servers): a multi-node DP replica on 2 servers, a server holding two replicas on disjoint NPUs, "
-            "and an API key in a secret file."
+            "and an API key in a secret file; pd (3 servers, --gateway): prefill/decode disaggregated, "
+            "a prefill instance on the first server and a decode instance over the other two."
         ),
     ] = Layout.default,
     image_base: Annotated[

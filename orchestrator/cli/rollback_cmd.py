@@ -41,7 +41,9 @@ def rollback_command(
     replica: Annotated[
         list[str] | None,
         typer.Option(
-            "--replica", metavar="R", help="Only this replica (repeatable); default: every replica."
+            "--replica",
+            metavar="R",
+            help="Only this replica (a PD instance on a PD site; repeatable); default: every replica.",
         ),
     ] = None,
     yes: Yes = False,
@@ -59,11 +61,14 @@ def rollback_command(
     code = ansible_content(root, err)
     site_run = SiteRun.of(site, root, code, load(site, max_spec_size, max_findings), None)
     assert site_run.result.plan is not None
-    names = [r.name for r in site_run.result.plan.replicas]
+    plan = site_run.result.plan
+    # a PD site's instances roll back as the replicas of the serve phase do (one unit over its servers)
+    names = [r.name for r in plan.replicas] + [i.name for i in (plan.pd.instances if plan.pd else ())]
     for r in replica or []:
         if r not in names:
             raise typer.BadParameter(
-                f"no replica '{r}'; the replicas are {', '.join(names)}", param_hint="--replica"
+                f"no replica '{r}'; the replicas are {', '.join(names)}",
+                param_hint="--replica",
             )
     chosen = list(dict.fromkeys(replica or []))
     site_run.require_controller({"serve"}, err)

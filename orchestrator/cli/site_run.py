@@ -121,13 +121,10 @@ class SiteRun:
 
     def require_controller(self, selected: Iterable[str], err: Console) -> None:
         """Exit INVALID_SPEC, before any host is contacted, when a secret or a controller-side file the
-        selected phases (or "drift") need is missing; each finding names the field, its line and the fix.
-        Every command that runs phases calls it first, so it also refuses a PD site's serve phase
-        (refuse_unserved_pd)."""
+        selected phases (or "drift") need is missing; each finding names the field, its line and the fix."""
         from orchestrator.spec.findings import format_finding
         from orchestrator.validation.controller import controller_findings, located
 
-        self.refuse_unserved_pd(selected, err)
         found = located(controller_findings(self.spec, self.inventory_dir, selected), self.result)
         if not found:
             return
@@ -140,24 +137,6 @@ class SiteRun:
             markup=False,
         )
         raise typer.Exit(exits.INVALID_SPEC)
-
-    def refuse_unserved_pd(self, selected: Iterable[str], err: Console) -> None:
-        """Exit USAGE, before any host is contacted, when the serve phase is selected for a prefill/decode
-        site: this release validates, plans and renders PD sites, but its serve role starts no PD instance,
-        so a run would report a serve phase that served nothing (or drift that checked nothing)."""
-        assert self.result.plan is not None
-        if self.result.plan.pd is None or "serve" not in set(selected):
-            return
-        err.print(
-            f"{self.result.filename}: refusing to run: this is a prefill/decode site "
-            "(serving.disaggregation) and the serve phase of this release does not start, roll or check PD "
-            "instances yet; no host was touched. Fix: select the other phases, e.g. --phases "
-            "preflight,drivers,host,network,image,weights (`orchestrator validate --argv` prints every PD "
-            "container's argv and env).",
-            style="red",
-            markup=False,
-        )
-        raise typer.Exit(exits.USAGE)
 
     @property
     def spec_file(self) -> Path:

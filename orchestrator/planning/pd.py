@@ -3,7 +3,8 @@ environment, capacity and startup timeout.
 
 Layout as examples/external_online_dp/launch_online_dp.py @v0.23.0 (vllm-project/vllm-ascend): an instance's
 DP ranks are spread evenly over its servers (dp_size_local = dp / servers, dp_rank_start = server index x
-dp_size_local), rank i of a server takes the i-th slice of tp x pp devices and API port = pool port + i;
+dp_size_local), rank i of a server takes the i-th slice of tp x pp devices and API port = port + i (the
+instance's port, else the pool's);
 --data-parallel-address is the instance's first server.
 
 Mooncake's handshake port (vllm_ascend/distributed/kv_transfer/kv_p2p/mooncake_connector.py @v0.23.0):
@@ -91,6 +92,7 @@ def _instance(ctx: _Ctx, role: PdRole, pool: PdPool, index: int) -> PdInstancePl
     kv_port = instance_kv_port(pool, index)
     engine_id = inst.name
     dp_address = control_ip(members[0])
+    rpc_port = inst.dp_rpc_port if inst.dp_rpc_port is not None else pool.dp_rpc_port
     devices = tuple(inst.devices) if inst.devices is not None else tuple(range(prof.devices))
     per_rank = par.tp * par.pp
     local = max(1, par.dp // len(members))
@@ -114,11 +116,11 @@ def _instance(ctx: _Ctx, role: PdRole, pool: PdPool, index: int) -> PdInstancePl
         for i in range(local):
             dp_rank = s * local + i
             mine = devices[i * per_rank : (i + 1) * per_rank]
-            port = pool.port + i
+            port = (inst.port if inst.port is not None else pool.port) + i
             args = [
                 *engine,
                 *serve_args.api_args(str(member.address), port, ctx.served),
-                *rank_dp_args(dp=par.dp, dp_rank=dp_rank, dp_address=dp_address, rpc_port=pool.dp_rpc_port),
+                *rank_dp_args(dp=par.dp, dp_rank=dp_rank, dp_address=dp_address, rpc_port=rpc_port),
                 *tail,
             ]
             env = rank_env(
@@ -171,7 +173,7 @@ def _instance(ctx: _Ctx, role: PdRole, pool: PdPool, index: int) -> PdInstancePl
         dp=par.dp,
         ep=par.ep,
         dp_address=dp_address,
-        dp_rpc_port=pool.dp_rpc_port,
+        dp_rpc_port=rpc_port,
         servers=tuple(inst.servers),
         ranks=tuple(ranks),
         capacity=capacity,

@@ -70,19 +70,17 @@ Members = list[tuple[ReplicaPlan, MemberPlan]]
 
 
 def _host_vars(
-    plan: SitePlan, host: HostPlan, members: Members, pd_ranks: list[dict[str, Any]] | None
+    plan: SitePlan, host: HostPlan, members: Members, pd_ranks: list[dict[str, Any]]
 ) -> dict[str, Any]:
     """host_vars/<host>.yml; members: the host's replica memberships in plan order (looked up once);
-    pd_ranks: its PD ranks (None on an aggregated site: no vllm_serve_pd_ranks then)."""
+    pd_ranks: its PD ranks (a PD site's serving instances, render/vars/serve_pd.py)."""
     out = common_host_vars(host)
     if host.chip is not None:
         out.update({"npu_chip": host.chip, "npu_device_count": host.devices})
         out.update(network_host_vars(host))
         out.update(host_tuning_host_vars(plan, host))
     out.update(preflight_host_vars(host))
-    out["vllm_serve_instances"] = [instance(plan, rep, m, host.chip or "") for rep, m in members]
-    if pd_ranks is not None:
-        out["vllm_serve_pd_ranks"] = pd_ranks
+    out["vllm_serve_instances"] = [instance(plan, rep, m, host.chip or "") for rep, m in members] + pd_ranks
     if host.chip is not None:
         out.update(network_gate_vars(host))
     return out
@@ -101,6 +99,7 @@ def inventory_files(spec: SiteSpec, plan: SitePlan, spec_sha256: str) -> Files:
             members.setdefault(m.server, []).append((rep, m))
     pd = pd_host_ranks(plan)
     for host in plan.hosts:
-        ranks = pd.get(host.name, []) if plan.pd is not None else None
-        files[f"host_vars/{host.name}.yml"] = _host_vars(plan, host, members.get(host.name, []), ranks)
+        files[f"host_vars/{host.name}.yml"] = _host_vars(
+            plan, host, members.get(host.name, []), pd.get(host.name, [])
+        )
     return files

@@ -42,6 +42,20 @@ class PdInstance(SpecModel):
         le=65535,
         description="Mooncake kv_port of this instance (default: the pool's kv_port + 100 x its index).",
     )
+    port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="API port of this instance's first DP rank on each of its servers (default: the pool's "
+        "port); two instances of a pool on one server need their own.",
+    )
+    dp_rpc_port: int | None = Field(
+        None,
+        ge=1,
+        le=65535,
+        description="--data-parallel-rpc-port of this instance (default: the pool's); two DP instances "
+        "whose first server is the same need their own.",
+    )
 
 
 class PdPool(SpecModel):

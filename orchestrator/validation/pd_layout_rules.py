@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from orchestrator.planning.resolve import ResolvedProfile, resolve_model
-from orchestrator.spec.findings import Finding, Related, SpecPath, error
+from orchestrator.spec.findings import Finding, Related, SpecPath, error, warning
 from orchestrator.spec.site import SiteSpec
 from orchestrator.validation.pd_common import (
     Pool,
@@ -34,6 +34,7 @@ _DESIGN_DOC = "docs/source/developer_guide/Design_Documents/disaggregated_prefil
 def check(spec: SiteSpec) -> Iterator[Finding]:
     """Everything but the server references (references.py asks server_references: the plan needs them)."""
     yield from _tp_ratio(spec)
+    yield from _rollable(spec)
     yield from _model_fit(spec)
     profiles = server_profiles(spec)
     yield from _generation(spec, profiles)
@@ -67,6 +68,21 @@ def server_references(spec: SiteSpec) -> Iterator[Finding]:
                     f"add 'npu' to servers[{names[name]}].roles",
                     "reference",
                 )
+
+
+def _rollable(spec: SiteSpec) -> Iterator[Finding]:
+    """The serve phase rolls a pool one instance at a time (roles/vllm_serve): with one instance, the pool has
+    none routable while it restarts, and every PD request fails meanwhile."""
+    for p in pools(spec):
+        if len(p.pool.instances) == 1:
+            yield warning(
+                p.field("instances"),
+                f"the {p.role} pool has one instance: a rolling update of it takes the pool out of the "
+                "gateway until the new release passes its gates, and every request fails meanwhile",
+                f"add a second {p.role} instance (other servers, or other devices with its own port) so "
+                "that one serves while the other rolls",
+                "pd-rollout",
+            )
 
 
 def _tp_ratio(spec: SiteSpec) -> Iterator[Finding]:

@@ -1,5 +1,6 @@
-"""The ports a PD instance listens on, per server: one API port per local DP rank (pool port + i), the DP
-RPC port on its first server, and the Mooncake handshake ports.
+"""The ports a PD instance listens on, per server: one API port per local DP rank (its port, else the pool's,
++ i), the DP RPC port on its first server (DP instances only: a one-rank instance gets no DP argument), and
+the Mooncake handshake ports.
 
 Each DP rank r binds kv_port + r x tp x pp + device index (MooncakeConnectorScheduler.side_channel_port and
 KVCacheSendingThread.run in vllm_ascend/distributed/kv_transfer/kv_p2p/mooncake_connector.py @v0.23.0), so the
@@ -57,18 +58,16 @@ def pd_claims(spec: SiteSpec) -> dict[str, list[Claim]]:
         per_server = local * devices_per_rank(p.pool)
         kv = kv_port(p.pool, i)
         kv_path = p.field("instances", i, "kv_port") if inst.kv_port is not None else p.field("kv_port")
+        api = inst.port if inst.port is not None else p.pool.port
+        api_path = p.field("instances", i, "port") if inst.port is not None else p.field("port")
+        rpc = inst.dp_rpc_port if inst.dp_rpc_port is not None else p.pool.dp_rpc_port
+        rpc_path = p.field("dp_rpc_port")
+        if inst.dp_rpc_port is not None:
+            rpc_path = p.field("instances", i, "dp_rpc_port")
         for k, server in enumerate(dict.fromkeys(inst.servers)):
-            out[server].append(Claim(p.pool.port, p.pool.port + local, f"{label} API", p.field("port"), True))
-            if k == 0:
-                out[server].append(
-                    Claim(
-                        p.pool.dp_rpc_port,
-                        p.pool.dp_rpc_port + 1,
-                        f"{label} DP RPC",
-                        p.field("dp_rpc_port"),
-                        True,
-                    )
-                )
+            out[server].append(Claim(api, api + local, f"{label} API", api_path, True))
+            if k == 0 and p.pool.parallelism.dp > 1:  # a one-rank instance runs no DP coordinator
+                out[server].append(Claim(rpc, rpc + 1, f"{label} DP RPC", rpc_path, True))
             lo = kv + k * per_server
             out[server].append(Claim(lo, lo + per_server, f"{label} Mooncake kv ports", kv_path, True, True))
     return out

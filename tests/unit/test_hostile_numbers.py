@@ -96,7 +96,16 @@ def _numeric_site() -> dict[str, object]:
         "gpu_memory_utilization": 0.9,
         "hccl_buffsize_mb": 256,
         "parallelism": {"tp": 2, "pp": 1, "dp": 1},
-        "instances": [{"name": "p1", "servers": ["a2-01"], "devices": [0, 1], "kv_port": 36000}],
+        "instances": [
+            {
+                "name": "p1",
+                "servers": ["a2-01"],
+                "devices": [0, 1],
+                "kv_port": 36000,
+                "port": 7100,
+                "dp_rpc_port": 12321,
+            }
+        ],
     }
     # the numbers of serving.disaggregation (next to replicas: the both-set error is not a type or value one)
     serving["disaggregation"] = {

@@ -111,7 +111,7 @@ def rendered(server: str) -> dict[int, Command]:
     """dp rank -> the rendered command of each PD rank on the server."""
     data: dict[str, Any] = yaml.safe_load((EXAMPLES / SITE / "host_vars" / f"{server}.yml").read_text())
     out = {}
-    for rank in data["vllm_serve_pd_ranks"]:
+    for rank in data["vllm_serve_instances"]:
         args = [str(a) for a in rank["args"]]
         assert args[0] == "serve"
         env = {k: str(v) for k, v in rank["env"].items()}

@@ -16,8 +16,9 @@ from tests.helpers import EXAMPLES, ROOT
 
 SITE = EXAMPLES / "a3-pd-r1-w8a8" / "site.yaml"
 RANK_KEYS = [
-    "instance", "role", "engine_id", "dp_rank", "container_name", "image", "address", "port", "url",
-    "devices", "visible_devices", "kv_port", "kv_handshake_port", "args", "env", "startup_timeout_s",
+    "replica", "group", "role", "mode", "node_rank", "container_name", "image", "port", "head_address",
+    "devices", "visible_devices", "dp_size_local", "dp_start_rank", "args", "env", "startup_timeout_s",
+    "pool", "engine_id", "dp_rank", "url", "kv_port", "kv_handshake_port",
 ]  # fmt: skip
 
 
@@ -29,17 +30,23 @@ def files(spec: Any = SITE) -> dict[str, Any]:
 
 def test_host_vars_carry_each_servers_ranks() -> None:
     out = files()
-    d2 = out["host_vars/a3-d2.yml"]["vllm_serve_pd_ranks"]
+    d2 = out["host_vars/a3-d2.yml"]["vllm_serve_instances"]
     assert [r["dp_rank"] for r in d2] == list(range(16, 32))
     first = d2[0]
     assert list(first) == RANK_KEYS
     assert {k: first[k] for k in RANK_KEYS if k not in ("args", "env", "image", "startup_timeout_s")} == {
-        "instance": "d1",
-        "role": "decode",
+        "replica": "d1",
+        "group": "decode",
+        "role": "head",  # every DP rank runs its own API server: the serve role gates each
+        "mode": "pd",
+        "node_rank": 1,
+        "pool": "decode",
         "engine_id": "d1",
         "dp_rank": 16,
+        "dp_size_local": 1,
+        "dp_start_rank": 16,
         "container_name": "vllm-d1-dp16",
-        "address": "10.30.1.14",
+        "head_address": "10.30.1.14",
         "port": 7100,
         "url": "http://10.30.1.14:7100",
         "devices": [0],
@@ -49,13 +56,24 @@ def test_host_vars_carry_each_servers_ranks() -> None:
     }
     assert first["args"][0] == "serve" and first["env"]["ASCEND_RT_VISIBLE_DEVICES"] == "0"
     assert first["image"] == "vllm-ascend-site:v0.23.0-ascend910_9391"
-    p1 = out["host_vars/a3-p1.yml"]["vllm_serve_pd_ranks"]
+    p1 = out["host_vars/a3-p1.yml"]["vllm_serve_instances"]
     assert [(r["container_name"], r["visible_devices"]) for r in p1] == [
         ("vllm-p1-dp0", "0,1,2,3,4,5,6,7"),
         ("vllm-p1-dp1", "8,9,10,11,12,13,14,15"),
     ]
-    assert out["host_vars/gw-01.yml"]["vllm_serve_pd_ranks"] == []
-    assert all(out[f"host_vars/{h}.yml"]["vllm_serve_instances"] == [] for h in ("a3-p1", "a3-d1"))
+    assert out["host_vars/gw-01.yml"]["vllm_serve_instances"] == []
+
+
+def test_rollout_replicas_are_the_pd_instances() -> None:
+    reps = files()["group_vars/all.yml"]["rollout_replicas"]
+    assert [(r["name"], r["pool"], r["head"], r["members"], r["mode"]) for r in reps] == [
+        ("p1", "prefill", "a3-p1", ["a3-p1"], "pd"),
+        ("p2", "prefill", "a3-p2", ["a3-p2"], "pd"),
+        ("d1", "decode", "a3-d1", ["a3-d1", "a3-d2"], "pd"),
+    ]
+    d1 = reps[2]
+    assert d1["worker_url"] == "http://10.30.1.13:7100" and len(d1["urls"]) == 32
+    assert d1["urls"][-1] == "http://10.30.1.14:7115" and d1["engine_id"] == "d1"
 
 
 def test_group_vars_summarise_the_pools() -> None:
@@ -83,6 +101,7 @@ def test_group_vars_summarise_the_pools() -> None:
         "container_name": "vllm-d1-dp31",
         "port": 7115,
         "url": "http://10.30.1.14:7115",
+        "engine_id": "d1_dp0",  # vLLM's _dp<local rank> suffix (vllm/v1/engine/core.py @v0.23.0)
     }
 
 
@@ -102,7 +121,8 @@ def test_inventory_groups_and_no_secret() -> None:
 def test_an_aggregated_site_renders_no_pd_variable() -> None:
     out = files(EXAMPLES / "a2-pair-r1-w8a8" / "site.yaml")
     assert "vllm_serve_pd" not in out["group_vars/all.yml"]
-    assert all("vllm_serve_pd_ranks" not in v for k, v in out.items() if k.startswith("host_vars/"))
+    hosts = [v for k, v in out.items() if k.startswith("host_vars/")]
+    assert all(i["mode"] != "pd" for v in hosts for i in v["vllm_serve_instances"])
     assert not any(g.startswith("pd_") for g in out["hosts.yml"]["all"]["children"])
 
 
@@ -150,3 +170,21 @@ def test_argv_prints_every_ranks_command(
     assert heads[-1] == "Decode d1 dp31 on a3-d2 (vllm-d1-dp31):"
     assert out.count("\n  vllm serve /data/models/DeepSeek-R1-W8A8 ") == 36
     assert "  env VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT=480" in out
+
+
+def test_monitoring_scrapes_every_rank_labelled_with_its_role() -> None:
+    from orchestrator.render.vars.monitoring import scrape_jobs
+
+    result = validate_file(SITE)  # its monitoring is off (openEuler): the jobs as they would be rendered
+    assert result.spec is not None and result.plan is not None
+    (vllm,) = [j for j in scrape_jobs(result.spec, result.plan) if j["name"] == "vllm"]
+    labels = [(t["address"], t["labels"]["replica"], t["labels"]["pd_role"]) for t in vllm["targets"]]
+    assert len(labels) == 4 + 32  # every DP rank is its own API server with its own /metrics
+    assert labels[0] == ("10.30.1.11:7100", "p1", "prefill")
+    assert labels[-1] == ("10.30.1.14:7115", "d1", "decode")
+    assert vllm["targets"][-1]["labels"] == {
+        "host": "a3-d2",
+        "replica": "d1",
+        "pd_role": "decode",
+        "dp_rank": "31",
+    }

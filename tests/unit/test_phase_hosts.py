@@ -158,9 +158,8 @@ def test_the_phase_groups_keep_the_planned_order(site: str, tmp_path: Path) -> N
 def test_the_planned_hosts_are_where_the_roles_act(site: str, tmp_path: Path) -> None:
     """Planning's hosts agree with the rendered variables the roles decide by where they have work (the
     roles end or skip a host outside them): gateway_host (roles/gateway), vllm_image_build_host
-    (roles/vllm_image build.yml), the monitoring group (Prometheus), vllm_serve_instances and, on a PD site,
-    vllm_serve_pd_ranks (roles/vllm_serve)
-    and hccn_network_devices (roles/hccn_network)."""
+    (roles/vllm_image build.yml), the monitoring group (Prometheus), vllm_serve_instances (roles/vllm_serve;
+    a PD site's DP ranks too) and hccn_network_devices (roles/hccn_network)."""
     inventory = tmp_path / site
     phases, everyone = _render(site, inventory)
     by_name = {ph.name: ph for ph in phases}
@@ -178,8 +177,7 @@ def test_the_planned_hosts_are_where_the_roles_act(site: str, tmp_path: Path) ->
     assert dict(by_name["monitoring"].parts)["prometheus"] == (
         tuple(prometheus or ()) if all_vars["monitoring_enabled"] else ()
     )
-    runs = ("vllm_serve_instances", "vllm_serve_pd_ranks")
-    serving = {h for h, v in host_vars.items() if any(v.get(k) for k in runs)}
+    serving = {h for h, v in host_vars.items() if v.get("vllm_serve_instances")}
     assert set(by_name["serve"].hosts) == serving
     nics = {h for h, v in host_vars.items() if v.get("hccn_network_devices")}
     assert set(by_name["network"].hosts) == nics

@@ -358,7 +358,8 @@ def test_visible_devices_per_member(spec: Path) -> None:
             assert inst["visible_devices"] == expected
             assert inst["devices"] == devices
             seen += 1
-    assert seen == sum(len(h["vllm_serve_instances"]) for h in hosts.values())
+    pd_ranks = sum(1 for h in hosts.values() for i in h["vllm_serve_instances"] if i["mode"] == "pd")
+    assert seen + pd_ranks == sum(len(h["vllm_serve_instances"]) for h in hosts.values())
 
 
 @pytest.mark.parametrize("spec", EXAMPLES, ids=EXAMPLE_IDS)
@@ -448,6 +449,10 @@ def test_ansible_inventory_reads_the_committed_inventory(spec: Path, tmp_path: P
         hv = hostvars[srv.name]
         assert hv["ansible_host"] == str(srv.address)
         members = [(r.name, m.role) for r in result.plan.replicas for m in r.members if m.server == srv.name]
+        if result.plan.pd is not None:  # every DP rank of a PD instance is a head of its own API server
+            members += [
+                (i.name, "head") for i in result.plan.pd.instances for r in i.ranks if r.server == srv.name
+            ]
         assert [(i["replica"], i["role"]) for i in hv["vllm_serve_instances"]] == members
         assert hv["orchestrator_site"] == result.spec.site
     npu = sorted(s.name for s in result.spec.servers if "npu" in s.roles)

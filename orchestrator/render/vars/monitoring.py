@@ -11,7 +11,8 @@ roles/prometheus/templates/prometheus.yml.j2 writes as it is (docs/monitoring.md
 - node: node_exporter (Debian's prometheus-node-exporter) on every host of the monitoring phase, with
   `honor_labels: true` so the drift textfile's own `host` label (the checked server) wins over the target's;
 - vllm: every replica head's /metrics (its API port; vLLM's --api-key guards only /v1 paths, so no secret is
-  needed), labelled with the replica;
+  needed), labelled with the replica; on a PD site every DP rank's (each its own API server), labelled with
+  its instance (replica), pd_role (prefill|decode) and dp_rank;
 - vllm-router: the gateway's metrics listener (gateway.prometheus_port on the gateway's address: the gateway
   role passes --prometheus-host <address>, the router's own default is 127.0.0.1) when the gateway is enabled;
 - prometheus: the server itself.
@@ -73,7 +74,12 @@ def scrape_jobs(spec: SiteSpec, plan: SitePlan) -> list[dict[str, Any]]:
         ),
         _job(
             JOB_VLLM,
-            [_target(r.head.address, r.port, r.head.server, replica=r.name) for r in plan.replicas],
+            [_target(r.head.address, r.port, r.head.server, replica=r.name) for r in plan.replicas]
+            + [
+                _target(k.address, k.port, k.server, replica=i.name, pd_role=i.role, dp_rank=str(k.dp_rank))
+                for i in (plan.pd.instances if plan.pd is not None else ())
+                for k in i.ranks
+            ],
         ),
         _job(
             JOB_ROUTER,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.planning.model import MemberPlan, ReplicaPlan, SitePlan
+from orchestrator.render.vars.serve_pd import pd_replica
 from orchestrator.spec.site import SiteSpec
 
 
@@ -50,7 +51,8 @@ def serve_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "rollout_latency_budget_s": g.latency_budget_s,
         "rollout_drain_timeout_s": g.drain_timeout_s,
         "rollout_soak_s": g.soak_s,
-        "rollout_replicas": [_replica_summary(r) for r in plan.replicas],
+        "rollout_replicas": [_replica_summary(r) for r in plan.replicas]
+        + [pd_replica(i) for i in (plan.pd.instances if plan.pd is not None else ())],
     }
 
 

@@ -16,7 +16,7 @@ from tests.integration.sim.sim_helpers import Sim, module_cluster
 # Relative wall seconds of each group (measured on the 2-core machine with both workers busy; scripts/test
 # prints the latest): only their order matters, for the longest-first start.
 COST = {
-    "golden-mx": 3600,
+    "golden-mx": 4200,  # + test_pd_serving (the mx copy turned PD)
     "golden-hl": 2400,
     "golden-s1": 1390,
     "test_weights_phase": 440,

@@ -63,7 +63,7 @@ GOLDENS = {
         # three servers in the mixed layout, a gateway and a monitoring host, every phase:
         # test_gateway_phase, test_serve_phase, test_rollout (the last two turn the gateway off in their
         # copy's spec: the gateway's tests drive the router; the host layer of a restored copy is hl's, whose
-        # modules prove it)
+        # modules prove it), test_pd_serving (its copy's spec turned into the pd layout)
         Golden(
             "mx",
             ("--nodes", "3", "--layout", "mixed", "--gateway", "--monitoring"),

@@ -85,3 +85,41 @@ def test_hccl_base_port_in_a_pool_env_with_two_ranks_per_server() -> None:
     f = expect(text, "hccl", f"{DISAGG}.prefill.env.HCCL_IF_BASE_PORT", "HCCL_IF_BASE_PORT")
     assert "only the first can bind its HCCL ports" in f.message
     clean(BASE, "hccl")
+
+
+# Two instances of one pool on one server (the simulator's pd layout): each needs its own API port, and two
+# DP instances whose first server is the same their own DP RPC port.
+TWO_PREFILL = edit(
+    SHARED,
+    (
+        "{name: d0, servers: [a3-01], devices: [4, 5, 6, 7]}",
+        "{name: d0, servers: [a3-01], devices: [8, 9, 10, 11]}",
+    ),
+    (
+        "        - {name: p0, servers: [a3-01], devices: [0, 1, 2, 3]}",
+        "        - {name: p0, servers: [a3-01], devices: [0, 1, 2, 3]}\n"
+        "        - {name: p1, servers: [a3-01], devices: [4, 5, 6, 7], port: 7101, kv_port: 36200}",
+    ),
+)
+
+
+def test_two_instances_of_a_pool_on_one_server_with_their_own_ports() -> None:
+    clean(TWO_PREFILL, "ports")
+    result = validate_text(TWO_PREFILL, "site.yaml")
+    assert result.ok and result.plan is not None and result.plan.pd is not None
+    p0, p1 = result.plan.pd.prefill
+    assert [r.port for r in p0.ranks] == [7100] and [r.port for r in p1.ranks] == [7101]
+    # one rank each: no DP coordinator, so the pool's one dp_rpc_port is claimed by neither
+    assert "--data-parallel-rpc-port" not in p1.ranks[0].args
+
+
+def test_two_instances_of_a_pool_on_one_server_on_the_pools_port() -> None:
+    text = edit(TWO_PREFILL, (", port: 7101,", ","))
+    f = expect(text, "ports", f"{DISAGG}.prefill.port", "      port: 7100")
+    assert "prefill instance 'p1' API (7100) overlap" in f.message, f.message
+
+
+def test_the_instance_port_is_the_path_of_its_overlap() -> None:
+    text = edit(TWO_PREFILL, (", port: 7101,", ", port: 7100,"))  # set, but p0's (the pool's) port
+    f = expect(text, "ports", f"{DISAGG}.prefill.instances[1].port", "port: 7100,")
+    assert "prefill instance 'p1' API (7100) overlap prefill instance 'p0' API (7100)" in f.message, f.message

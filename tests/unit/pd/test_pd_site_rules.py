@@ -14,7 +14,8 @@ DISAGG = "serving.disaggregation"
 
 def test_the_base_site_is_valid_and_planned() -> None:
     result = validate(BASE)
-    assert not result.findings, result.findings
+    # the tutorial's one decode instance cannot roll without an outage: the one finding, a warning
+    assert [(f.code, f.is_error) for f in result.findings] == [("pd-rollout", False)], result.findings
     assert result.plan is not None
 
 
@@ -190,3 +191,15 @@ def test_ep_on_a_dense_model() -> None:
     f = expect(text, "topology", f"{DISAGG}.decode.parallelism.ep", "{tp: 4, dp: 1, ep: true}")
     assert "is dense" in f.message
     clean(SHARED, "topology")
+
+
+def test_a_pool_of_one_instance_cannot_roll_without_an_outage() -> None:
+    lines = [n for n, line in enumerate(BASE.splitlines(), 1) if line == "      instances:"]
+    first_decode_instance = lines[1] + 1  # the prefill pool's come first; the finding is at the list
+    f = expect(
+        BASE, "pd-rollout", "serving.disaggregation.decode.instances", first_decode_instance, only=False
+    )
+    assert not f.is_error and "the decode pool has one instance" in f.message
+    assert f.fix and "add a second decode instance" in f.fix
+    # the prefill pool has two: one serves while the other rolls
+    assert [g for g in validate(BASE).findings if g.code == "pd-rollout"] == [f]

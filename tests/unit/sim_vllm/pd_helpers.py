@@ -49,6 +49,15 @@ def kv_config(role: str, port: int, *, p_tp: int = 1, d_tp: int = 1, **extra: An
     return json.dumps({**config, "kv_connector_extra_config": sizes, **extra})
 
 
+def pd_argv(checkpoint: Path, model: str, host: str) -> tuple[int, list[str], list[str]]:
+    """(kv_port, the argv both sides share, the prefill's DP arguments): the prefill is DP rank 1 of 2
+    (TP 1), so it listens on kv_port + 1: the engine id and ports of a rank that is not the first."""
+    common = ["serve", str(checkpoint), "--served-model-name", model, "--max-model-len", "4096"]
+    dp = ["--data-parallel-size", "2", "--data-parallel-rank", "1", "--data-parallel-address", host]
+    dp += ["--data-parallel-rpc-port", str(free_port()), "--enable-expert-parallel"]
+    return free_port() - 1, common, dp
+
+
 def start(sandbox: Sandbox, host: str, args: list[str], mask: str = "0", **env: str) -> HostProc:
     """``vllm serve`` on ``host`` (as Sandbox.start does on 127.0.0.1); VLLM_HOST_IP = host."""
     port = free_port()

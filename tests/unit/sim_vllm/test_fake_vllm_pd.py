@@ -25,6 +25,7 @@ from .pd_helpers import (
     kv_config,
     log_format,
     metric,
+    pd_argv,
     request_finished_keys,
     sse_text,
     start,
@@ -65,10 +66,7 @@ class Pair:
 
 @pytest.fixture(scope="module")
 def pair(module_sandbox: Sandbox, checkpoints: dict[str, Path]) -> Iterator[Pair]:
-    kv_port = free_port() - 1  # the prefill is DP rank 1 (TP 1): it listens on kv_port + 1
-    common = ["serve", str(checkpoints["a"]), "--served-model-name", MODEL, "--max-model-len", "4096"]
-    dp = ["--data-parallel-size", "2", "--data-parallel-rank", "1", "--data-parallel-address", P_HOST]
-    dp += ["--data-parallel-rpc-port", str(free_port()), "--enable-expert-parallel"]
+    kv_port, common, dp = pd_argv(checkpoints["a"], MODEL, P_HOST)
     debug = {"VLLM_LOGGING_LEVEL": "DEBUG"}
     prefill = start(
         module_sandbox,

@@ -124,7 +124,7 @@ def vllm_serve_container(instance: dict[str, Any], opts: dict[str, Any]) -> dict
     timeout_s = _startup_timeout_s(instance)
     devices = [int(d) for d in instance["devices"]]
     env = {str(k): str(v) for k, v in (instance.get("env") or {}).items()}
-    if instance.get("mode") in ("dp", "ray") and opts.get("ifname"):
+    if instance.get("mode") in ("dp", "ray", "pd") and opts.get("ifname"):
         # vllm-ascend's multi-node recipes set all three to the NIC carrying the node's address
         for key in ("HCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
             env.setdefault(key, str(opts["ifname"]))
