@@ -67,7 +67,7 @@ def plan_servers(state: ClusterState) -> list[tuple[str, list[str], bool]]:
 
 def _used_addresses(cli: Any, root: Path, cluster: str) -> set[str]:
     used = set()
-    for c in cli.containers.list(all=True, filters={"label": LABEL}):
+    for c in cli.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
         if c.labels.get(LABEL) != cluster and c.labels.get("io.ascend-sim.address"):
             used.add(c.labels["io.ascend-sim.address"])
     # a saved cluster (ascend_sim/snapshot.py) keeps its addresses until its snapshot is removed
@@ -244,7 +244,7 @@ def ssh_banner(address: str, timeout: float = 1.0) -> bool:
 def containers_of(cli: Any, name: str) -> dict[str, Any]:
     return {
         c.labels.get("io.ascend-sim.server", c.name): c
-        for c in cli.containers.list(all=True, filters={"label": f"{LABEL}={name}"})
+        for c in cli.containers.list(all=True, filters={"label": f"{LABEL}={name}"}, ignore_removed=True)
     }
 
 

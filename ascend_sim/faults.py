@@ -267,7 +267,8 @@ def known_clusters(root: Path) -> list[str]:
     names = {p.parent.name for p in sim_root(root).glob("*/cluster.json")}
     try:
         cli = client(timeout=10)
-        names |= {c.labels[LABEL] for c in cli.containers.list(all=True, filters={"label": LABEL})}
+        ctrs = cli.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
+        names |= {c.labels[LABEL] for c in ctrs}
     except SimError:
         pass
     return sorted(names)

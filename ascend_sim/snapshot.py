@@ -322,7 +322,7 @@ def remove(src: Path) -> list[str]:
         cli = client()
         users = [
             c.name
-            for c in cli.containers.list(all=True, filters={"label": LABEL})
+            for c in cli.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
             if c.image is not None and (c.image.labels or {}).get(LABEL_ID) == snap_id
         ]
         if users:
@@ -351,7 +351,7 @@ def prune() -> list[str]:
     """Remove the images and volumes of snapshots whose folder is gone (a test run that was killed, a
     folder deleted by hand) and that no container runs from."""
     cli = client()
-    ctrs = cli.containers.list(all=True, filters={"label": LABEL})
+    ctrs = cli.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
     used = {c.image.id for c in ctrs if c.image is not None}
     removed: list[str] = []
     for vol in cli.volumes.list(filters={"label": f"{images.LABEL_KIND}=snapshot"}):

@@ -256,3 +256,17 @@ def test_rollback_of_a_decode_instance_takes_both_its_ranks_back(
         want = served["ranks"][k] if "/vllm-d1-" in k else before[k]  # d1 on the first release, as a unit
         assert c["running"] and c["release"] == want["release"], (k, c, want)
     ask(sim)
+
+
+def test_bench_reports_ttft_and_itl_through_the_pd_gateway(sim: Sim, served: dict[str, Any]) -> None:
+    """`orchestrator bench SITE` loads the PD gateway: every request is prefilled on a prefill rank and
+    decoded on a decode rank; TTFT and ITL per level come from the streamed answers."""
+    argv = [str(BIN / "orchestrator"), "bench", sim.name, "--concurrency", "1,4", "--requests", "8"]
+    proc = run([*argv, "--max-tokens", "8", "--format", "json"], sim.root, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert out["via"] == "gateway" and out["endpoint"] == f"{group_vars(sim)['gateway_url']}/v1", out
+    for lv in out["levels"]:
+        assert lv["ok"] == 8 and lv["failed"] == 0, lv
+        assert lv["ttft_ms"]["p50"] > 0 and lv["itl_ms"]["count"] > 0, lv
+    assert key(sim) not in proc.stdout + proc.stderr
