@@ -115,3 +115,13 @@ def test_pd_layout_needs_three_servers_no_span_and_the_gateway(
         match=r"--layout pd needs exactly 3 NPU servers, .* Fix: `sim up --nodes 3 --gateway --layout pd`",
     ):
         cluster.up(tmp_path, ClusterState("tst", "atlas-800t-a2", nodes, gateway, False, span, "pd"), print)
+
+
+def test_two_dp_instances_on_one_dp_master_server_need_their_own_rpc_port(tmp_path: Path) -> None:
+    text = pd_site(tmp_path)
+    assert text.count("dp_rpc_port: 12322}") == 1
+    result = validate_text(text.replace("dp_rpc_port: 12322}", "dp_rpc_port: 12321}"), "site.yaml")
+    found = [(f.code, f.path, f.message) for f in result.errors]
+    path = ("serving", "disaggregation", "decode", "instances", 1, "dp_rpc_port")  # the field that collides
+    assert [(c, p) for c, p, _ in found] == [("ports", path)], found
+    assert "decode instance 'd2' DP RPC (12321) overlap decode instance 'd1' DP RPC (12321)" in found[0][2]
