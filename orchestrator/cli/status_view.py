@@ -48,7 +48,7 @@ def _state(s: ReplicaState) -> str:
 
 def replicas_table(site: str, fleet: FleetState) -> Table:
     """Per replica, in 80 columns: where it runs; healthy, listed by the gateway, requests running; its
-    release, image and since when (ids whole); its URL."""
+    release, image and since when (ids whole); its URL (a PD instance: one per DP rank)."""
     reps = Table(title=f"{site}: replicas (live)", title_justify="left", title_style="bold")
     reps.add_column("replica", overflow="fold")
     reps.add_column("state", overflow="fold")
@@ -61,7 +61,7 @@ def replicas_table(site: str, fleet: FleetState) -> Table:
             f"{s.replica}\non {s.head}",
             _state(s),
             f"{s.release or '-'}\n{image}\n{_when(s.since)}",
-            s.url,
+            "\n".join(s.urls or [s.url]),  # a PD instance: every DP rank's API server
             style="red" if bad else None,
         )
     return reps
@@ -73,7 +73,8 @@ def print_status(out: Console, site: str, phases: list[PhaseRun], fleet: FleetSt
     out.print(reps if fleet.replicas else "no replicas in this site's inventory")
     for s in fleet.replicas:
         if not s.healthy:
-            say(out, f"{s.replica}: not healthy: GET {s.url}/health: {s.health}", style="red")
+            where = "rank " if len(s.urls) > 1 else f"GET {s.url}/health: "  # a PD rank's detail names it
+            say(out, f"{s.replica}: not healthy: {where}{s.health}", style="red")
         if s.note:
             say(out, f"{s.replica}: {s.note}")
     if fleet.gateway_error:

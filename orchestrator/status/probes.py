@@ -1,6 +1,7 @@
 """HTTP probes from the controller (stdlib urllib, short timeouts): a replica's /health and the
 vllm:num_requests_running gauge of its /metrics (neither needs the API key in vLLM), and the gateway's
-worker list (vllm-router GET /list_workers -> {"urls": [...]})."""
+worker list (vllm-router GET /list_workers -> {"urls": [...]}). On a prefill/decode site the front router
+lists a PD router slot, whose own GET /workers -> {"workers": [{"url": ...}, ...]} lists the PD ranks."""
 
 from __future__ import annotations
 
@@ -52,15 +53,39 @@ def requests_running(base_url: str, timeout: float = TIMEOUT_S) -> float | None:
     return float(sum(samples)) if samples else None
 
 
-def gateway_workers(gateway_url: str, timeout: float = TIMEOUT_S) -> tuple[set[str] | None, str]:
-    """The worker URLs the router lists (None and why when it does not answer)."""
+def _json_get(url: str, timeout: float) -> tuple[dict[str, object] | None, str]:
     try:
-        status, body = _get(f"{gateway_url}/list_workers", timeout)
+        status, body = _get(url, timeout)
         if status != 200:
-            return None, f"GET {gateway_url}/list_workers: HTTP {status}"
-        urls = json.loads(body).get("urls")
-    except (OSError, ValueError, AttributeError) as exc:
-        return None, f"GET {gateway_url}/list_workers: {exc}"
+            return None, f"GET {url}: HTTP {status}"
+        data = json.loads(body)
+    except (OSError, ValueError) as exc:
+        return None, f"GET {url}: {exc}"
+    return (data, "") if isinstance(data, dict) else (None, f"GET {url}: not a JSON object")
+
+
+def _slot_workers(slot_url: str, timeout: float) -> tuple[set[str] | None, str]:
+    """The PD ranks a PD router slot routes to (GET /workers of vllm-router in --vllm-pd-disaggregation)."""
+    data, why = _json_get(f"{slot_url}/workers", timeout)
+    workers = None if data is None else data.get("workers")
+    if not isinstance(workers, list):
+        return None, why or f"GET {slot_url}/workers: no 'workers' list in the answer"
+    return {str(w.get("url", "")).rstrip("/") for w in workers if isinstance(w, dict)}, ""
+
+
+def gateway_workers(
+    gateway_url: str, pd_slots: frozenset[str] = frozenset(), timeout: float = TIMEOUT_S
+) -> tuple[set[str] | None, str]:
+    """The worker URLs the router lists, and behind each listed PD router slot (``pd_slots``: their URLs)
+    the ranks that slot lists; None and why when one of them does not answer."""
+    data, why = _json_get(f"{gateway_url}/list_workers", timeout)
+    urls = None if data is None else data.get("urls")
     if not isinstance(urls, list):
-        return None, f"GET {gateway_url}/list_workers: no 'urls' list in the answer"
-    return {str(u).rstrip("/") for u in urls}, ""
+        return None, why or f"GET {gateway_url}/list_workers: no 'urls' list in the answer"
+    listed = {str(u).rstrip("/") for u in urls}
+    for slot in sorted(listed & pd_slots):
+        ranks, why = _slot_workers(slot, timeout)
+        if ranks is None:
+            return None, why
+        listed |= ranks
+    return listed, ""

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 
-import pytest
 import yaml
 
 from fake_vllm.metrics import Metrics
@@ -25,6 +22,8 @@ from orchestrator.runner.project import Content
 from orchestrator.status.fleet import Replica, Site, fleet_state, read_site
 from orchestrator.status.releases import Releases, read_releases
 from tests.helpers import ROOT, load_example
+
+Routes = dict[str, tuple[int, str]]  # path -> (status, body), as conftest's serve() answers
 
 RECORD = {
     "current": {
@@ -56,42 +55,6 @@ def test_status_playbook_reads_the_release_records(tmp_path: Path) -> None:
     assert "h3" not in got.records and set(got.unreachable) == {"h3"} and got.failed == {}
     assert got.current("h1", "vllm-r1") == RECORD["current"]
     assert {p: p.read_bytes() for p in tmp_path.glob("h*/*")} == before  # read-only
-
-
-class _Handler(BaseHTTPRequestHandler):
-    routes: dict[str, tuple[int, str]] = {}
-
-    def do_GET(self) -> None:
-        status, body = self.routes.get(self.path, (404, ""))
-        data = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-Routes = dict[str, tuple[int, str]]
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[[Routes], str]]:
-    """serve(routes) -> base URL; servers stop at the end."""
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(routes: Routes) -> str:
-        handler = type("H", (_Handler,), {"routes": routes})
-        srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        servers.append(srv)
-        return f"http://127.0.0.1:{srv.server_address[1]}"
-
-    yield start
-    for srv in servers:
-        srv.shutdown()
-        srv.server_close()
 
 
 def test_fleet_state_from_live_endpoints(serve: Callable[[Routes], str]) -> None:

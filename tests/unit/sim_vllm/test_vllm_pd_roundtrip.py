@@ -55,6 +55,7 @@ class Pair:
             "prompt": "The capital of France is",
             "max_tokens": 8,
             "label": "",
+            "partners": [],
         }
         p.update(over)
         return p
@@ -158,6 +159,25 @@ def test_an_instance_that_never_answers_fails_the_health_wait(pair: Pair) -> Non
     trip = pair.trip(decode_url=nobody, timeout_s=1)
     assert gates(trip) == [("pd_health", False)]
     assert trip.results[0]["seen"] == f"{nobody}/health not listening" and trip.results[0]["seconds"] >= 1
+
+
+def test_a_partner_that_does_not_answer_is_passed_over_for_the_next(pair: Pair) -> None:
+    """The gated side keeps its URL; the partner is the first of ``partners`` whose /health answers 200."""
+    nobody = f"http://127.0.0.4:{free_port()}"
+    good = pair.params()
+    dead = {"url": nobody, "engine_id": "gone_dp0"}
+    trip = pair.trip(
+        check="prefill", decode_url=nobody, partners=[dead, {"url": good["decode_url"], "engine_id": ""}]
+    )
+    assert gates(trip) == [("pd_prefill", True), ("pd_decode", True), ("pd_kv_freed", True)], trip.why
+    assert (trip.prefill, trip.partner) == (good["prefill_url"], good["decode_url"])
+    live = {"url": good["prefill_url"], "engine_id": good["prefill_engine_id"]}
+    trip = pair.trip(check="decode", prefill_url=nobody, prefill_engine_id="gone_dp0", partners=[dead, live])
+    assert gates(trip) == [(g, True) for g in ALL[:3]], trip.why
+    assert (trip.decode, trip.partner, trip.engine) == (good["decode_url"], live["url"], live["engine_id"])
+    # none answers: the wait is on the given partner, and its failure names it
+    trip = pair.trip(check="prefill", decode_url=nobody, partners=[dead], timeout_s=1)
+    assert gates(trip) == [("pd_health", False)] and nobody in trip.results[0]["seen"]
 
 
 def test_metric_sums_the_matching_samples() -> None:

@@ -28,6 +28,9 @@ description:
     prefill's C(vllm:kv_cache_usage_perc) is back to its value before the round trip within
     I(free_timeout_s); I(check) prefill or both). A /health that never answers 200 is recorded
     as gate C(pd_health).
+  - With I(partners), the partner of the gated side (the decode when I(check) is C(prefill), the prefill when
+    it is C(decode)) is the first of them whose C(/health) answers 200 at once, so a partner rank that is
+    down or restarting does not fail the gated instance; when none answers, the wait is on the given one.
   - The API key is read from I(api_key_file) on the host, never passed as a parameter.
   - Changes nothing; in check mode it reports nothing run.
 options:
@@ -52,6 +55,13 @@ options:
     type: str
     choices: [prefill, decode, both]
     default: both
+  partners:
+    description:
+      - Ranks of the other pool to pair with, in order of preference (the given partner first), each with
+        C(url) and C(engine_id) (the engine id a prefill rank reports). Ignored when I(check) is C(both).
+    type: list
+    elements: dict
+    default: []
   api_key_file:
     description: Host file holding the API key (Bearer token), sent on every request.
     type: path
@@ -100,6 +110,10 @@ gates:
   returned: always
   type: list
   elements: dict
+partner:
+  description: The URL of the partner the round trip used (one of I(partners), or the given one).
+  returned: always
+  type: str
 kv_transfer_params:
   description: The kv_transfer_params the prefill answered (engine id, host, port, block ids).
   returned: when the prefill answered them
@@ -176,6 +190,7 @@ class RoundTrip:
         self.p, self.key = p, key
         self.prefill = str(p["prefill_url"]).rstrip("/")
         self.decode = str(p["decode_url"]).rstrip("/")
+        self.engine = str(p["prefill_engine_id"])
         self.results: list[dict[str, Any]] = []
         self.kv_transfer_params: dict[str, Any] = {}
         self.why = ""
@@ -201,7 +216,27 @@ class RoundTrip:
         status, body = http(f"{base}/metrics", self.key, timeout=min(self._left(), 10.0))
         return body if status == 200 else ""
 
+    @property
+    def partner(self) -> str:
+        return self.decode if self.p["check"] == "prefill" else self.prefill
+
+    def choose_partner(self) -> None:
+        """The first of ``partners`` whose /health answers 200 now becomes the gated side's partner."""
+        check = self.p["check"]
+        if check == "both":
+            return
+        for alt in self.p.get("partners") or []:
+            url = str(alt["url"]).rstrip("/")
+            status, _ = http(f"{url}/health", None, timeout=min(self._left(), 3.0))
+            if status == 200:
+                if check == "prefill":
+                    self.decode = url
+                else:
+                    self.prefill, self.engine = url, str(alt["engine_id"])
+                return
+
     def health(self) -> bool:
+        self.choose_partner()
         start = time.monotonic()
         waiting = [self.prefill, self.decode]
         last = ""
@@ -238,7 +273,7 @@ class RoundTrip:
 
     def prefill_step(self, request: dict[str, Any], rid: str) -> dict[str, Any] | None:
         """Gate pd_prefill: the prefill request (build_prefill_request of the proxy example); its answer."""
-        start, engine = time.monotonic(), self.p["prefill_engine_id"]
+        start, engine = time.monotonic(), self.engine
         keys = ("remote_engine_id", "remote_block_ids", "remote_host", "remote_port")
         kv = {"do_remote_decode": True, "do_remote_prefill": False, **dict.fromkeys(keys)}
         first = dict(request, max_tokens=1, min_tokens=1, stream=False, kv_transfer_params=kv)
@@ -288,7 +323,7 @@ class RoundTrip:
         seen = f"HTTP {status or 'nothing'}: {body[:200]}"
         why = (
             f"the decode {self.decode} could not pull the KV from the prefill engine "
-            f"{self.p['prefill_engine_id']} at {self.prefill} (kv port {params.get('remote_host')}:"
+            f"{self.engine} at {self.prefill} (kv port {params.get('remote_host')}:"
             f"{params.get('remote_port')}, request {params.get('remote_request_id')}): {seen}. The decode's "
             "log says why ('Conflict engine id': both instances have the same engine_id; 'Mooncake transfer "
             "failed': the transfer network between them): fix that and run the gate again"
@@ -306,7 +341,7 @@ class RoundTrip:
         seen = f"+{grew:g}"
         why = (
             f"the decode {self.decode} answered but pulled {grew:g} prompt tokens from the prefill engine "
-            f"{self.p['prefill_engine_id']} at {self.prefill} (expected {want} or more): it computed the "
+            f"{self.engine} at {self.prefill} (expected {want} or more): it computed the "
             "prompt itself; run it with --kv-transfer-config kv_role kv_consumer and MooncakeConnectorV1"
         )
         return self._record("pd_kv_pulled", grew >= want, start, expected, seen, "" if grew >= want else why)
@@ -323,7 +358,7 @@ class RoundTrip:
                 break
             time.sleep(0.2)
         why = (
-            f"the prefill engine {self.p['prefill_engine_id']} at {self.prefill} kept the KV blocks after "
+            f"the prefill engine {self.engine} at {self.prefill} kept the KV blocks after "
             f"the decode {self.decode} pulled them ({USAGE} {now:g}, {before:g} before, after {limit} s): "
             "VLLM_MOONCAKE_ABORT_REQUEST_TIMEOUT frees them only after that many seconds (default 480). "
             "Check the decode's log for its done signal to the prefill's kv port, then restart the prefill"
@@ -345,12 +380,13 @@ def main() -> None:
             "prompt": {"type": "str", "default": "The capital of France is"},
             "max_tokens": {"type": "int", "default": 8},
             "label": {"type": "str", "default": ""},
+            "partners": {"type": "list", "elements": "dict", "default": []},
         },
         supports_check_mode=True,
     )
     p = module.params
     if module.check_mode:
-        module.exit_json(changed=False, gates=[], kv_transfer_params={}, seconds=0.0)
+        module.exit_json(changed=False, gates=[], kv_transfer_params={}, seconds=0.0, partner="")
     key = None
     if p["api_key_file"]:
         with open(p["api_key_file"], encoding="utf-8") as f:
@@ -362,7 +398,11 @@ def main() -> None:
     seconds = round(time.monotonic() - start, 2)
     if ok:
         module.exit_json(
-            changed=False, gates=trip.results, kv_transfer_params=trip.kv_transfer_params, seconds=seconds
+            changed=False,
+            gates=trip.results,
+            kv_transfer_params=trip.kv_transfer_params,
+            seconds=seconds,
+            partner=trip.partner,
         )
     bad = trip.results[-1]
     module.fail_json(
@@ -371,6 +411,7 @@ def main() -> None:
         failed_gate=bad["gate"],
         kv_transfer_params=trip.kv_transfer_params,
         seconds=seconds,
+        partner=trip.partner,
     )
 
 
