@@ -121,29 +121,10 @@ log_tail:
 import json
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
-
-
-def http(
-    url: str, key: str | None = None, body: dict[str, Any] | None = None, timeout: float = 30.0
-) -> tuple[int, str]:
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data)
-    if body is not None:
-        req.add_header("Content-Type", "application/json")
-    if key:
-        req.add_header("Authorization", f"Bearer {key}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return int(resp.status), resp.read().decode(errors="replace")
-    except urllib.error.HTTPError as exc:
-        return int(exc.code), exc.read().decode(errors="replace")[:300]
-    except (OSError, ValueError) as exc:
-        return 0, str(exc)
+from ansible_collections.ascend.npu.plugins.module_utils.http import http
 
 
 def container_state(name: str | None) -> str:

@@ -131,35 +131,15 @@ failed_gate:
 import json
 import re
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ascend.npu.plugins.module_utils.http import http
 
 PULLED = "vllm:prompt_tokens_by_source_total"
 USAGE = "vllm:kv_cache_usage_perc"
 EPSILON = 1e-6  # below one block of any real KV cache
 SAMPLE = re.compile(r"^([A-Za-z_:][\w:]*)(?:\{([^}]*)\})?\s+(\S+)", re.M)
-
-
-def http(
-    url: str, key: str | None, body: dict[str, Any] | None = None, timeout: float = 30.0, rid: str = ""
-) -> tuple[int, str]:
-    req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode())
-    if body is not None:
-        req.add_header("Content-Type", "application/json")
-    if key:
-        req.add_header("Authorization", f"Bearer {key}")
-    if rid:
-        req.add_header("X-Request-Id", rid)  # the proxy's header: the same id in both instances' logs
-    try:
-        with urllib.request.urlopen(req, timeout=max(timeout, 1.0)) as resp:
-            return int(resp.status), resp.read().decode(errors="replace")
-    except urllib.error.HTTPError as exc:
-        return int(exc.code), exc.read().decode(errors="replace")[:300]
-    except (OSError, ValueError) as exc:
-        return 0, str(exc)
 
 
 def metric(text: str, name: str, **labels: str) -> float:
