@@ -7,7 +7,9 @@ a2-02 and a2-03), the mixed layout's replicas removed. One `orchestrator apply -
   router slot with every rank behind the front router and takes the mixed layout's replica heads out of the
   front; requests through the gateway answer with the openai client, and the decode ranks' logs show the KV
   came from a prefill rank (the Mooncake connector's transfer line, vLLM's external_kv_transfer counter);
-- a second apply changes nothing;
+- a second apply changes nothing, and drift right after it finds nothing; `orchestrator status` shows every
+  instance healthy and routed, and a decode rank that is not its instance's first stops answering /health:
+  status and drift both name that rank;
 - a new release of both pools rolls one instance at a time (p1, p2 on a2-01, then d1, d2 on a2-02) under
   load through the gateway: 0 failed requests, every instance gated with its round trips;
 - a release with a PD fault (the prefill reports a wrong engine id, holds KV forever, or the decode's pulls
@@ -19,6 +21,7 @@ import itertools
 import json
 import re
 import subprocess
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -178,6 +181,55 @@ def test_a_second_apply_changes_nothing(sim: Sim, served: dict[str, Any]) -> Non
     changed = {(p["name"], h): c["changed"] for p in out["phases"] for h, c in p["hosts"].items()}
     assert changed and not any(changed.values()), changed
     assert ranks(sim) == served["ranks"]
+
+
+def status(sim: Sim) -> tuple[int, dict[str, Any]]:
+    proc = sim.cli("status", sim.name, "--format", "json", check=False)
+    assert proc.stdout.count("\n") == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def drift(sim: Sim, phases: str) -> tuple[int, dict[str, Any]]:
+    proc = sim.cli("drift", sim.name, "--phases", phases, "--format", "json", check=False)
+    assert proc.stdout.count("\n") == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_status_and_drift_see_every_rank_of_both_pools(sim: Sim, served: dict[str, Any]) -> None:
+    rc, report = drift(sim, "serve,gateway")
+    cells = [c for c in report["cells"] if c["state"] != "in_sync"]
+    assert (rc, cells) == (0, []), report
+    rc, doc = status(sim)
+    reps = {r["replica"]: r for r in doc["replicas"]}
+    assert rc == 0 and sorted(reps) == ["d1", "d2", "p1", "p2"], doc
+    assert all(r["healthy"] and r["in_gateway"] for r in reps.values()), doc
+    d1 = next(r for r in group_vars(sim)["rollout_replicas"] if r["name"] == "d1")
+    assert reps["d1"]["urls"] == d1["urls"] and len(d1["urls"]) == 2, reps["d1"]
+
+    sick, server = d1["urls"][1], d1["members"][1]  # rank 1 of d1, on a2-03 (the head is a2-02)
+    sim.sim("fault", "vllm", server, "--never-healthy", "--port", sick.rsplit(":", 1)[1])
+    try:
+        deadline = time.monotonic() + 15
+        rc, doc = status(sim)
+        while time.monotonic() < deadline and rc == 0:  # the fault file is re-read every second
+            time.sleep(1)
+            rc, doc = status(sim)
+        rc_drift, report = drift(sim, "serve")
+    finally:
+        sim.sim("fault", "vllm", server, "--clear")
+    reps = {r["replica"]: r for r in doc["replicas"]}
+    assert rc == 3 and not reps["d1"]["healthy"], doc
+    assert reps["d1"]["health"] == f"{sick}: HTTP 503", reps["d1"]
+    assert all(reps[n]["healthy"] for n in ("p1", "p2", "d2")), doc
+    cells = {(c["host"], c["phase"]): c for c in report["cells"] if c["state"] != "in_sync"}
+    assert (rc_drift, list(cells)) == (3, [(d1["head"], "serve")]), report
+    details = [c["detail"] for c in cells[(d1["head"], "serve")]["changes"]]
+    assert any(f"replica d1 on {d1['head']}: unhealthy: {sick}/health" in d for d in details), details
+    deadline = time.monotonic() + 30  # back in the slot's rotation once its health checks pass again
+    while time.monotonic() < deadline and rc != 0:
+        time.sleep(1)
+        rc, doc = status(sim)
+    assert rc == 0, doc
 
 
 @pytest.fixture(scope="module")
