@@ -33,6 +33,7 @@ SERVER_MODULES: tuple[str, ...] = (
     "engine.py",
     "faults.py",
     "flagparse.py",
+    "jit.py",
     "kvconfig.py",
     "metrics.py",
     "model.py",

@@ -31,6 +31,7 @@ from orchestrator.planning.rollout import rollout_plan
 from orchestrator.planning.serve_args import RAY_GCS_PORT
 from orchestrator.planning.topology import plan_replica
 from orchestrator.planning.tuning import host_tuning, tuning_plan
+from orchestrator.planning.warmup import warmup_plan
 from orchestrator.spec.findings import SpecPath
 from orchestrator.spec.site import SiteSpec
 
@@ -213,4 +214,5 @@ def build_plan(spec: SiteSpec, arch: ModelArch, placeable: Collection[int] | Non
         drivers=drivers_plan(spec),
         container_runtime_packages=CONTAINER_RUNTIME_PACKAGES[spec.os.distro],
         pd=pd,
+        warmup=warmup_plan(spec),
     )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from orchestrator.planning.pd_model import PdPlan
+    from orchestrator.planning.warmup import WarmupPlan
 
 ReplicaMode = Literal["single", "dp", "ray"]
 MemberRole = Literal["head", "headless", "ray-worker"]
@@ -265,6 +266,7 @@ class SitePlan:
     warnings: tuple[str, ...] = field(default=())
     # serving.disaggregation: the prefill and decode pools (planning/pd_model.py); replicas is then empty
     pd: PdPlan | None = None
+    warmup: WarmupPlan | None = None  # rollout.warmup (planning/warmup.py); None when it is off
 
     def host(self, name: str) -> HostPlan:
         return next(h for h in self.hosts if h.name == name)

@@ -60,6 +60,43 @@ class Gates(SpecModel):
     )
 
 
+class Warmup(SpecModel):
+    """The requests a replica serves after its gates and before the gateway routes to it, so its first users
+    do not pay the kernels' JIT compile time (vllm-ascend #7193: a high TTFT on the first request of a
+    shape while Triton / bisheng compile)."""
+
+    enabled: bool = Field(
+        True,
+        description=(
+            "Warm every replica (every PD rank) up after its gates, before it is routable: rounds of the "
+            "warm-up set until its latency settles; a replica that does not settle is rolled back like a "
+            "failed gate."
+        ),
+    )
+    system_prompts: list[Annotated[str, Field(min_length=1, max_length=100_000)]] = Field(
+        default_factory=list,
+        max_length=32,
+        description="The site's system prompts: each is warmed up as a chat's system message.",
+    )
+    long_prompt_tokens: int = Field(
+        1024,
+        ge=16,
+        le=1_000_000,
+        description="Words of the long prompt (capped to fit serving.max_model_len).",
+    )
+    max_rounds: int = Field(5, ge=2, le=100, description="Rounds of the warm-up set before it fails.")
+    settle_ratio: float = Field(
+        1.25,
+        gt=1,
+        le=10,
+        allow_inf_nan=False,
+        description=(
+            "Latency has settled when every request of a round took at most this many times (or 50 ms "
+            "more than) its time in the round before, and the other way round."
+        ),
+    )
+
+
 class Rollout(SpecModel):
     canary: int = Field(
         1,
@@ -84,6 +121,7 @@ class Rollout(SpecModel):
     )
     auto_rollback: bool = True
     gates: Gates = Field(default_factory=Gates)
+    warmup: Warmup = Field(default_factory=Warmup)
 
 
 class Grafana(SpecModel):

@@ -129,6 +129,7 @@ def _numeric_site() -> dict[str, object]:
             "drain_timeout_s": 60,
             "soak_s": 5,
         },
+        "warmup": {"long_prompt_tokens": 1024, "max_rounds": 5, "settle_ratio": 1.25},
     }
     data["gateway"] = {
         "enabled": False,

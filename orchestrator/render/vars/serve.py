@@ -39,6 +39,18 @@ def _replica_summary(rep: ReplicaPlan) -> dict[str, Any]:
     }
 
 
+def _warmup(plan: SitePlan) -> dict[str, Any] | None:
+    """The warm-up set as ascend.npu.vllm_warmup takes it (planning/warmup.py); None when it is off."""
+    w = plan.warmup
+    if w is None:
+        return None
+    return {
+        "requests": [r.as_dict() for r in w.requests],
+        "max_rounds": w.max_rounds,
+        "settle_ratio": w.settle_ratio,
+    }
+
+
 def serve_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
     """group_vars/all.yml."""
     g = spec.rollout.gates
@@ -51,6 +63,7 @@ def serve_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "rollout_latency_budget_s": g.latency_budget_s,
         "rollout_drain_timeout_s": g.drain_timeout_s,
         "rollout_soak_s": g.soak_s,
+        "rollout_warmup": _warmup(plan),
         "rollout_replicas": [_replica_summary(r) for r in plan.replicas]
         + [pd_replica(i) for i in (plan.pd.instances if plan.pd is not None else ())],
     }

@@ -13,6 +13,10 @@ mon-01 running Prometheus, converged by one `orchestrator apply` of every phase 
 - another policy in the spec replaces the router container and the heads are added to the new one;
 - a serving change rolls through the running router, canary first and one replica at a time, while clients
   send requests through it the whole time: no request fails, never fewer than 2 of 3 workers routable;
+- with the fake vLLM's JIT model on (FAKE_VLLM_JIT_MS: the first request of each shape pays a compile), a
+  rollout without warm-up leaves the first streamed chat through the gateway paying it; with warm-up (the
+  default) every replica served the warm-up set before it was routable, the first request is fast, and the
+  warm-up's time is in the apply's gates and the release records;
 - Prometheus on mon-01 scrapes every target of every job (npu-exporter, node, vllm, vllm-router,
   prometheus) and holds one npu_chip_info_health_status series per simulated chip; a chip made unhealthy
   with `sim fault npu-unhealthy` reads 0 there; a second apply of the monitoring phase and check mode
@@ -21,6 +25,7 @@ mon-01 running Prometheus, converged by one `orchestrator apply` of every phase 
 from __future__ import annotations
 
 import json
+import re
 import struct
 import time
 import urllib.parse
@@ -417,6 +422,64 @@ def test_bench_through_the_gateway_reports_levels_table_and_plot(
     assert table.returncode == 0, table.stdout[-3000:] + table.stderr[-3000:]
     assert f"at {gateway_url(sim)}/v1 (gateway)" in table.stdout, table.stdout
     assert "concurrency 1 (" in table.stdout and "concurrency 4 (" in table.stdout, table.stdout
+
+
+JIT_MS = 1500
+
+
+def first_chat_ttft(sim: Sim) -> float:
+    """Seconds to the first streamed token of a chat through the gateway (a shape the gates never send)."""
+    client = openai.OpenAI(base_url=f"{gateway_url(sim)}/v1", api_key=api_key(sim), max_retries=0, timeout=60)
+    start = time.monotonic()
+    stream = client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Name a prime number."}], max_tokens=4, stream=True
+    )
+    ttft = None
+    for chunk in stream:
+        if ttft is None and chunk.choices and chunk.choices[0].delta.content:
+            ttft = time.monotonic() - start
+    assert ttft is not None
+    return ttft
+
+
+def roll(sim: Sim, mark: str, warmup: bool) -> dict[str, Any]:
+    """A new release of every replica with the JIT model on, rolled with warm-up on or off."""
+    site = sim.root / "inventories" / sim.name / "site.yaml"
+    lines = [ln for ln in site.read_text().splitlines(keepends=True) if not ln.startswith("  env: {")]
+    text = "".join(lines).replace("  warmup: {enabled: false}\n", "")
+    text = text.replace(
+        "  max_num_seqs: 16\n",
+        f"  max_num_seqs: 16\n  env: {{ROLLOUT_MARK: '{mark}', FAKE_VLLM_JIT_MS: '{JIT_MS}'}}\n",
+    )
+    if not warmup:
+        assert text.count("\nrollout:\n") == 1, text
+        text = text.replace("\nrollout:\n", "\nrollout:\n  warmup: {enabled: false}\n")
+    site.write_text(text)
+    out = apply_json(sim, "--phases", "serve")
+    assert out["rollout"]["result"] == "ok", out["rollout"]
+    return out
+
+
+def test_the_first_request_after_a_rollout_is_fast_only_with_warm_up(
+    sim: Sim, applied: dict[str, Any], quiet: None
+) -> None:
+    cold = roll(sim, "jit-1", warmup=False)
+    assert not any(g["gate"] == "warmup" for r in cold["rollout"]["replicas"].values() for g in r["gates"])
+    slow = first_chat_ttft(sim)
+    assert slow >= JIT_MS / 1000, slow  # every replica is fresh: whichever the router picks compiles
+
+    warm = roll(sim, "jit-2", warmup=True)
+    for name, rep in warm["rollout"]["replicas"].items():
+        (gate,) = [g for g in rep["gates"] if g["gate"] == "warmup"]
+        # every shape of the set compiled once in the first round, then two rounds to settle
+        assert gate["ok"] and gate["seconds"] >= 5 * JIT_MS / 1000, (name, gate)
+        assert re.match(r"settled after [345] rounds", gate["seen"]), (name, gate)
+    fast = first_chat_ttft(sim)
+    assert fast < JIT_MS / 1000 / 2, (fast, slow)
+    rc, text = sh(sim, "a2-01", "cat /var/lib/ascend-orchestrator/releases/vllm-mn.json")
+    assert rc == 0, text
+    assert json.loads(text)["current"]["warmup_s"] >= 5 * JIT_MS / 1000, text
+    assert workers(sim) == heads(sim)
 
 
 def test_the_key_is_in_no_output(sim: Sim, applied: dict[str, Any]) -> None:

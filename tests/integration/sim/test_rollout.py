@@ -176,7 +176,7 @@ def test_config_change_rolls_canary_first_then_batches_multinode_as_a_unit(
     assert rollout["batches"] == [["mn"], ["a2-03-a", "a2-03-b"]], rollout
     for name in ("mn", "a2-03-a", "a2-03-b"):
         gates = [g["gate"] for g in rollout["replicas"][name]["gates"]]
-        assert gates == ["health", "models", "completion", "accuracy", "soak"], (name, gates)
+        assert gates == ["health", "models", "completion", "accuracy", "soak", "warmup"], (name, gates)
         assert rollout["replicas"][name]["result"] == "updated"
     before, after = deployed["first"], rolled["after"]
     for key, c in after.items():
@@ -194,6 +194,9 @@ def test_config_change_rolls_canary_first_then_batches_multinode_as_a_unit(
         assert rec["current"]["release"] == after[f"{server}/{name}"]["release"]
         assert rec["previous"]["release"] == before[f"{server}/{name}"]["release"]
         assert "FAKE_VLLM_INIT_S" not in rec["previous"]["params"]["env"]
+        # the warm-up's time of each API server (a headless member has none)
+        warmup_s = rec["current"]["warmup_s"]
+        assert warmup_s is None if server == "a2-02" else warmup_s > 0, (server, rec["current"])
     answers(sim)
 
 
@@ -220,7 +223,14 @@ def test_a_canary_fault_rolls_back_that_batch_only_and_exits_3_naming_the_gate(
     assert rollout["result"] == "failed" and rollout["batches"] == [["mn"]], rollout
     mn = rollout["replicas"]["mn"]
     assert mn["failed_gate"] == gate and mn["result"] == "failed, restored", mn
-    assert [g["gate"] for g in mn["rollback_gates"]] == ["health", "models", "completion", "accuracy", "soak"]
+    assert [g["gate"] for g in mn["rollback_gates"]] == [
+        "health",
+        "models",
+        "completion",
+        "accuracy",
+        "soak",
+        "warmup",
+    ]
     (failure,) = [f for f in out["failures"] if f["host"] == "a2-01"]  # mn's head rolls it
     msg = failure["message"]
     assert f"batch 1/2 replica mn: gate {gate} failed: expected " in msg and ", seen " in msg, msg

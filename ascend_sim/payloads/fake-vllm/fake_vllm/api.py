@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -22,6 +22,7 @@ from typing import Any
 from .cli import ServeConfig
 from .engine import Generator, Token, count_tokens, params_key, token_id
 from .faults import FaultSource
+from .jit import Jit, shape
 from .metrics import Metrics
 from .pd import PD, KVLoadError
 from .stream import Generation, dump_json
@@ -45,6 +46,7 @@ class Service:
     token_s: float = 0.002
     access_log: bool = True
     pd: PD | None = None
+    jit: Jit = field(default_factory=lambda: Jit(0.0))
 
     def __post_init__(self) -> None:
         self.created = int(time.time())
@@ -321,6 +323,7 @@ class Handler(BaseHTTPRequestHandler):
         faults = s.faults.current
         produced, reason, ttft, last = 0, "abort", None, 0
         try:
+            s.jit.compile(shape(gen.chat, prompt_tokens, gen.stream))  # the first request of a shape only
             time.sleep(0.005 + prompt_tokens * 2e-5 + faults.slow_ms / 1000)
             for tok, finish, stop_reason in s.generator.generate(
                 prompt,

@@ -63,6 +63,7 @@ from . import cli, devices, dp, kvconfig, model, pd, procs, rayexec, vlog
 from .api import Service, make_handler
 from .engine import Generator
 from .faults import FaultSource
+from .jit import Jit
 from .metrics import Metrics
 from .raynode import RayError
 
@@ -317,6 +318,7 @@ class Server:
             max_model_len=max_model_len,
             ready=head.ready if head is not None else (lambda: True),
             token_s=_float(self.env, "FAKE_VLLM_TOKEN_MS", 2.0) / 1000,
+            jit=Jit(_float(self.env, "FAKE_VLLM_JIT_MS", 0.0) / 1000),
             access_log=not cfg.raw.get("disable_uvicorn_access_log", False),
             pd=self.pd,
         )
