@@ -44,7 +44,8 @@ def _gate_s(rep: Mapping[str, Any], names: tuple[str, ...]) -> float:
 def timing(replicas: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """wall_s: first replica taken out to last one done; ready_sum_s: the replicas' times to ready (their
     health gates, i.e. start to /health 200); ready_to_passed_s: per replica, /health 200 to the gates
-    passed without the soak (models, completion, accuracy, gateway) and soak_s apart."""
+    passed without the soak and the warm-up (models, completion, accuracy, gateway), soak_s and warmup_s
+    apart."""
     starts = [float(r["started"]) for r in replicas.values() if r.get("started") is not None]
     ends = [float(r["finished"]) for r in replicas.values() if r.get("finished") is not None]
     if not starts or not ends:
@@ -58,6 +59,7 @@ def timing(replicas: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
             for name, r in replicas.items()
         },
         "soak_s": {name: round(_gate_s(r, ("soak",)), 2) for name, r in replicas.items()},
+        "warmup_s": {name: round(_gate_s(r, ("warmup",)), 2) for name, r in replicas.items()},
     }
 
 

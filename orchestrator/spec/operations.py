@@ -58,6 +58,14 @@ class Gates(SpecModel):
         le=3600,
         description="Seconds after the other gates before /health is checked again (catches early crashes).",
     )
+    soak_batches: Literal["first", "all"] = Field(
+        "first",
+        description=(
+            "Batches of a rolling update whose replicas soak: 'first' (the canary batch, or the first batch "
+            "without one: a release that crashes soon after start is caught there) or 'all'. New replicas "
+            "and a failed replica's restored release always soak."
+        ),
+    )
 
 
 class Warmup(SpecModel):

@@ -13,7 +13,7 @@ from ansible_collections.ascend.npu.plugins.filter import vllm_rollout as f
 
 from orchestrator.planning.rollout import parse_batch_size, serial
 from orchestrator.render.inventory import inventory_files
-from orchestrator.runner.rollout import gate_lines, summary
+from orchestrator.runner.rollout import gate_lines, summary, timing
 from orchestrator.spec.operations import Rollout
 from tests.helpers import EXAMPLES, load_example, run_cli, validate_data
 
@@ -226,3 +226,32 @@ def test_rollback_refuses_an_unknown_replica_before_running_anything() -> None:
     proc = run_cli("rollback", str(EXAMPLES / "a2-pair-r1-w8a8" / "site.yaml"), "--replica", "nope", "--yes")
     assert proc.returncode == 64, proc.stderr
     assert "no replica 'nope'; the replicas are r1" in " ".join(proc.stderr.split()), proc.stderr
+
+
+def test_rollout_timing_keeps_the_soak_and_the_warm_up_apart() -> None:
+    def gate(name: str, seconds: float) -> dict[str, Any]:
+        return {"gate": name, "ok": True, "seconds": seconds, "expected": "", "seen": ""}
+
+    reps = {
+        "mn": {
+            "batch": 1,
+            "started": 100.0,
+            "finished": 130.0,
+            "gates": [gate("health", 4.0), gate("completion", 0.5), gate("soak", 6.0), gate("warmup", 9.0)],
+        },
+        "a": {
+            "batch": 2,
+            "started": 131.0,
+            "finished": 150.0,
+            "gates": [
+                gate("health", 3.0),
+                gate("completion", 0.25),
+                gate("warmup", 8.0),
+                gate("gateway", 0.25),
+            ],
+        },
+    }
+    got = timing(reps)
+    assert (got["wall_s"], got["ready_sum_s"]) == (50.0, 7.0)
+    assert got["ready_to_passed_s"] == {"mn": 0.5, "a": 0.5}
+    assert got["soak_s"] == {"mn": 6.0, "a": 0.0} and got["warmup_s"] == {"mn": 9.0, "a": 8.0}

@@ -63,6 +63,7 @@ def serve_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "rollout_latency_budget_s": g.latency_budget_s,
         "rollout_drain_timeout_s": g.drain_timeout_s,
         "rollout_soak_s": g.soak_s,
+        "rollout_soak_batches": g.soak_batches,
         "rollout_warmup": _warmup(plan),
         "rollout_replicas": [_replica_summary(r) for r in plan.replicas]
         + [pd_replica(i) for i in (plan.pd.instances if plan.pd is not None else ())],
