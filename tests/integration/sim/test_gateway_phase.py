@@ -471,14 +471,15 @@ def test_the_first_request_after_a_rollout_is_fast_only_with_warm_up(
     warm = roll(sim, "jit-2", warmup=True)
     for name, rep in warm["rollout"]["replicas"].items():
         (gate,) = [g for g in rep["gates"] if g["gate"] == "warmup"]
-        # every shape of the set compiled once in the first round, then two rounds to settle
-        assert gate["ok"] and gate["seconds"] >= 5 * JIT_MS / 1000, (name, gate)
+        # every shape of the set compiled once in the first round (but the short completion, which the
+        # completion gate compiled before), then rounds until settled
+        assert gate["ok"] and gate["seconds"] >= 4 * JIT_MS / 1000, (name, gate)
         assert re.match(r"settled after [345] rounds", gate["seen"]), (name, gate)
     fast = first_chat_ttft(sim)
     assert fast < JIT_MS / 1000 / 2, (fast, slow)
     rc, text = sh(sim, "a2-01", "cat /var/lib/ascend-orchestrator/releases/vllm-mn.json")
     assert rc == 0, text
-    assert json.loads(text)["current"]["warmup_s"] >= 5 * JIT_MS / 1000, text
+    assert json.loads(text)["current"]["warmup_s"] >= 4 * JIT_MS / 1000, text
     assert workers(sim) == heads(sim)
 
 
