@@ -30,7 +30,7 @@ import struct
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -461,7 +461,7 @@ def roll(sim: Sim, mark: str, warmup: bool) -> dict[str, Any]:
 
 
 def test_the_first_request_after_a_rollout_is_fast_only_with_warm_up(
-    sim: Sim, applied: dict[str, Any], quiet: None
+    sim: Sim, applied: dict[str, Any], quiet: None, record_property: Callable[[str, object], None]
 ) -> None:
     cold = roll(sim, "jit-1", warmup=False)
     assert not any(g["gate"] == "warmup" for r in cold["rollout"]["replicas"].values() for g in r["gates"])
@@ -476,6 +476,17 @@ def test_the_first_request_after_a_rollout_is_fast_only_with_warm_up(
         assert gate["ok"] and gate["seconds"] >= 4 * JIT_MS / 1000, (name, gate)
         assert re.match(r"settled after [345] rounds", gate["seen"]), (name, gate)
     fast = first_chat_ttft(sim)
+    timing = {"ttft_without_warmup_s": round(slow, 3), "ttft_with_warmup_s": round(fast, 3)}
+    timing |= {
+        f"warmup_s_{n}": next(g["seconds"] for g in r["gates"] if g["gate"] == "warmup")
+        for n, r in warm["rollout"]["replicas"].items()
+    }
+    timing |= {
+        f"{k}_{which}": ro["rollout"].get(k)
+        for which, ro in (("without", cold), ("with", warm))
+        for k in ("wall_s", "ready_sum_s", "warmup_s", "soak_s")
+    }
+    record_property("warmup", json.dumps(timing))  # in the junit report (build/test-reports)
     assert fast < JIT_MS / 1000 / 2, (fast, slow)
     rc, text = sh(sim, "a2-01", "cat /var/lib/ascend-orchestrator/releases/vllm-mn.json")
     assert rc == 0, text
