@@ -1,9 +1,11 @@
 """The warm-up set: what a replica (every PD rank) serves after its gates and before the gateway routes to
-it (rollout.warmup). vLLM-Ascend compiles kernels for each new shape on its first requests (vllm-ascend
-#7193: high TTFT on the first request while Triton / bisheng JIT-compile; upstream's own warm-up, vllm-ascend
-PR #13327, is in no release up to v0.23.0), so the set covers the shapes users send: completion and chat,
-short and long prompts, streamed and not, the site's system prompts, and enough tokens per answer to run the
-MTP draft-and-verify steps when speculative decoding is on."""
+it (rollout.warmup). vLLM-Ascend compiles kernels for each new shape on its first requests (a high TTFT on
+the first request while Triton / bisheng JIT-compile:
+https://github.com/vllm-project/vllm-ascend/issues/7193; upstream's own warm-up,
+https://github.com/vllm-project/vllm-ascend/pull/13327, is in no release up to v0.23.0), so the set covers
+the shapes users send: completion and chat, short and long prompts, streamed and not, the site's system
+prompts, and enough tokens per answer to run the MTP draft-and-verify steps when speculative decoding is
+on."""
 
 from __future__ import annotations
 

@@ -70,8 +70,8 @@ class Gates(SpecModel):
 
 class Warmup(SpecModel):
     """The requests a replica serves after its gates and before the gateway routes to it, so its first users
-    do not pay the kernels' JIT compile time (vllm-ascend #7193: a high TTFT on the first request of a
-    shape while Triton / bisheng compile)."""
+    do not pay the kernels' JIT compile time (a high TTFT on the first request of a shape while Triton /
+    bisheng compile: https://github.com/vllm-project/vllm-ascend/issues/7193)."""
 
     enabled: bool = Field(
         True,

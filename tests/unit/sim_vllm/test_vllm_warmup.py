@@ -1,5 +1,6 @@
 """The warm-up before a replica is routable (module ascend.npu.vllm_warmup) against the fake vLLM with its
-JIT model (FAKE_VLLM_JIT_MS: the first request of each shape pays the compile, as vllm-ascend issue 7193
+JIT model (FAKE_VLLM_JIT_MS: the first request of each shape pays the compile, as
+https://github.com/vllm-project/vllm-ascend/issues/7193
 reports for Triton / bisheng): the first round is slow, latency settles on the third, and a request of a
 warmed shape is fast afterwards; the warm-up set is the plan's (planning/warmup.py) for the mixed layout's
 simulated spec. Each way it fails names why: unsettled, over budget, a request refused."""

@@ -1,9 +1,9 @@
-"""The first-request compile cost of a fresh vLLM-Ascend server: vllm-ascend #7193 reports a high TTFT on
-the first request while Triton / bisheng JIT-compile kernels for its shapes, then fast requests. Modelled
-as ``FAKE_VLLM_JIT_MS`` (default 0: off) paid once per shape before the first token, a shape being the
-endpoint (chat or completion), the prompt's token count rounded up to a power of two (at least 16) and
-streamed or not. Concurrent first requests of one shape wait for the same compile. Compiled shapes live in
-the process: a restart compiles again."""
+"""The first-request compile cost of a fresh vLLM-Ascend server: a high TTFT on the first request while
+Triton / bisheng JIT-compile kernels for its shapes, then fast requests (reported in
+https://github.com/vllm-project/vllm-ascend/issues/7193). Modelled as ``FAKE_VLLM_JIT_MS`` (default 0: off),
+paid once per shape before the first token, a shape being the endpoint (chat or completion), the prompt's
+token count rounded up to a power of two (at least 16) and streamed or not. Concurrent first requests of one
+shape wait for the same compile. Compiled shapes live in the process: a restart compiles again."""
 
 from __future__ import annotations
 

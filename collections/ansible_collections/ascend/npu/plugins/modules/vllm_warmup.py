@@ -3,9 +3,10 @@
 # Apache-2.0 (see the repository's pyproject.toml)
 """ascend.npu.vllm_warmup: serve the warm-up set until latency settles, before a replica is routable.
 
-vLLM-Ascend compiles kernels for each new shape on its first requests (vllm-project/vllm-ascend issue 7193:
-high TTFT on the first request while Triton / bisheng JIT-compile); the gateway adds a replica only after
-this module passed, so users do not pay that time. The set comes from the plan (planning/warmup.py)."""
+vLLM-Ascend compiles kernels for each new shape on its first requests (high TTFT on the first request while
+Triton / bisheng JIT-compile: https://github.com/vllm-project/vllm-ascend/issues/7193); the gateway adds a
+replica only after this module passed, so users do not pay that time. The set comes from the plan
+(planning/warmup.py)."""
 
 from __future__ import annotations
 
