@@ -77,8 +77,8 @@ class Warmup(SpecModel):
         True,
         description=(
             "Warm every replica (every PD rank) up after its gates, before it is routable: rounds of the "
-            "warm-up set until its latency settles; a replica that does not settle is rolled back like a "
-            "failed gate."
+            "warm-up set until its latency settles (at most max_rounds); a replica whose last round is "
+            "over rollout.gates.latency_budget_s, or whose request fails, is rolled back like a failed gate."
         ),
     )
     system_prompts: list[Annotated[str, Field(min_length=1, max_length=100_000)]] = Field(
@@ -92,15 +92,15 @@ class Warmup(SpecModel):
         le=1_000_000,
         description="Words of the long prompt (capped to fit serving.max_model_len).",
     )
-    max_rounds: int = Field(5, ge=2, le=100, description="Rounds of the warm-up set before it fails.")
+    max_rounds: int = Field(5, ge=2, le=100, description="Rounds of the warm-up set at most.")
     settle_ratio: float = Field(
         1.25,
         gt=1,
         le=10,
         allow_inf_nan=False,
         description=(
-            "Latency has settled when every request of a round took at most this many times (or 50 ms "
-            "more than) its time in the round before, and the other way round."
+            "Latency has settled when a round's total took at most this many times (or 50 ms per request "
+            "more than) the round before's, and the other way round."
         ),
     )
 

@@ -472,9 +472,10 @@ def test_the_first_request_after_a_rollout_is_fast_only_with_warm_up(
     for name, rep in warm["rollout"]["replicas"].items():
         (gate,) = [g for g in rep["gates"] if g["gate"] == "warmup"]
         # every shape of the set compiled once in the first round (but the short completion, which the
-        # completion gate compiled before), then rounds until settled
+        # completion gate compiled before), then rounds until settled (or, on a busy machine, 5 rounds
+        # within the budget)
         assert gate["ok"] and gate["seconds"] >= 4 * JIT_MS / 1000, (name, gate)
-        assert re.match(r"settled after [345] rounds", gate["seen"]), (name, gate)
+        assert re.match(r"settled after [345] rounds|not settled after 5 rounds", gate["seen"]), (name, gate)
     fast = first_chat_ttft(sim)
     timing = {"ttft_without_warmup_s": round(slow, 3), "ttft_with_warmup_s": round(fast, 3)}
     timing |= {
