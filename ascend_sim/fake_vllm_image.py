@@ -34,6 +34,7 @@ SERVER_MODULES: tuple[str, ...] = (
     "faults.py",
     "flagparse.py",
     "jit.py",
+    "loader.py",
     "kvconfig.py",
     "metrics.py",
     "model.py",

@@ -31,6 +31,7 @@ from orchestrator.planning.rollout import rollout_plan
 from orchestrator.planning.serve_args import RAY_GCS_PORT
 from orchestrator.planning.topology import plan_replica
 from orchestrator.planning.tuning import host_tuning, tuning_plan
+from orchestrator.planning.load import site_load
 from orchestrator.planning.warmup import warmup_plan
 from orchestrator.spec.findings import SpecPath
 from orchestrator.spec.site import SiteSpec
@@ -215,4 +216,5 @@ def build_plan(spec: SiteSpec, arch: ModelArch, placeable: Collection[int] | Non
         container_runtime_packages=CONTAINER_RUNTIME_PACKAGES[spec.os.distro],
         pd=pd,
         warmup=warmup_plan(spec),
+        load=site_load(spec, arch),
     )

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from orchestrator.planning.load import LoadPlan
     from orchestrator.planning.pd_model import PdPlan
     from orchestrator.planning.warmup import WarmupPlan
 
@@ -267,6 +268,7 @@ class SitePlan:
     # serving.disaggregation: the prefill and decode pools (planning/pd_model.py); replicas is then empty
     pd: PdPlan | None = None
     warmup: WarmupPlan | None = None  # rollout.warmup (planning/warmup.py); None when it is off
+    load: LoadPlan | None = None  # --safetensors-load-strategy (planning/load.py); set by build_plan
 
     def host(self, name: str) -> HostPlan:
         return next(h for h in self.hosts if h.name == name)

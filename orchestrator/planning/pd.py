@@ -27,6 +27,7 @@ from orchestrator.catalog import ModelArch
 from orchestrator.planning import capacity as cap
 from orchestrator.planning import serve_args
 from orchestrator.planning.gates import startup_timeout_s
+from orchestrator.planning.load import site_load
 from orchestrator.planning.pd_args import (
     kv_transfer_config,
     pool_json_args,
@@ -81,6 +82,7 @@ class _Ctx:
         self.spec, self.pd, self.servers, self.profiles, self.arch = spec, pd, servers, profiles, arch
         self.quant = effective_quantization(spec.model, arch)
         self.served = served_name(spec.model)
+        self.load = site_load(spec, arch).args()
 
 
 def _instance(ctx: _Ctx, role: PdRole, pool: PdPool, index: int) -> PdInstancePlan:
@@ -107,6 +109,7 @@ def _instance(ctx: _Ctx, role: PdRole, pool: PdPool, index: int) -> PdInstancePl
         dtype=effective_dtype(spec.model, ctx.arch, prof.chip),
         trust_remote_code=spec.model.trust_remote_code,
         backend=None,
+        load=ctx.load,
     )
     kv_json = kv_transfer_config(ctx.pd, role, kv_port, engine_id)
     tail = [*pool_json_args(pool), "--kv-transfer-config", json.dumps(kv_json, separators=(",", ":"))]

@@ -94,6 +94,18 @@ def _gates(spec: SiteSpec, timeout: int) -> str:
 
 
 def _serve_summary(spec: SiteSpec, plan: SitePlan) -> str:
+    return f"{_serve_layout(spec, plan)}; {_load(plan)}"
+
+
+def _load(plan: SitePlan) -> str:
+    load = plan.load
+    if load is None:
+        return "weights load: vLLM's default"
+    value = f"--safetensors-load-strategy {load.strategy}" if load.strategy else "vLLM's default"
+    return f"weights load: {value} ({load.why})"
+
+
+def _serve_layout(spec: SiteSpec, plan: SitePlan) -> str:
     fail = "goes back to its previous release" if spec.rollout.auto_rollback else "is left stopped"
     if plan.pd is not None:
         pd = plan.pd

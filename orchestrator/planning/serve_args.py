@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
 from orchestrator.catalog import ChipFacts
@@ -52,6 +52,7 @@ PLAN_FIELDS: Mapping[str, str] = MappingProxyType(
         "kv_cache_dtype": "serving.kv_cache_dtype",
         "trust_remote_code": "model.trust_remote_code",
         "enforce_eager": "serving.enforce_eager",
+        "safetensors_load_strategy": "model.load_strategy (or model.storage)",
         "distributed_executor_backend": "serving.replicas[].multi_node_tp (the plan picks Ray or mp)",
         "host": "servers[].address (the head server's address)",
         "port": "serving.port (or serving.replicas[].port)",
@@ -98,8 +99,10 @@ def engine_args(
     dtype: str,
     trust_remote_code: bool,
     backend: str | None,
+    load: Sequence[str] = (),
 ) -> list[str]:
-    """Arguments shared by every member that runs an engine."""
+    """Arguments shared by every member that runs an engine; ``load`` is the plan's weight loading
+    (planning/load.py)."""
     args = ["serve", weights_path, "--tensor-parallel-size", str(tp)]
     if pp > 1:
         args += ["--pipeline-parallel-size", str(pp)]
@@ -114,6 +117,7 @@ def engine_args(
     if serving.max_num_batched_tokens is not None:
         args += ["--max-num-batched-tokens", str(serving.max_num_batched_tokens)]
     args += ["--gpu-memory-utilization", f"{serving.gpu_memory_utilization:g}"]
+    args += load
     # kv_cache_dtype int8 renders no flag: vllm-ascend's C8 KV cache is switched on by the msmodelslim
     # checkpoint (quant_model_description.json kv_cache_type: C8) under --quantization ascend, and vLLM's
     # --kv-cache-dtype has no int8 choice (vllm_ascend/quantization/modelslim_config.py @v0.23.0).

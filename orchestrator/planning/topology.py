@@ -9,6 +9,7 @@ from orchestrator.catalog import ModelArch
 from orchestrator.planning import capacity as cap
 from orchestrator.planning import hccl_ports, serve_args
 from orchestrator.planning.gates import startup_timeout_s
+from orchestrator.planning.load import site_load
 from orchestrator.planning.model import MemberPlan, MemberRole, ReplicaMode, ReplicaPlan
 from orchestrator.planning.resolve import (
     ResolvedProfile,
@@ -89,6 +90,7 @@ def plan_replica(
         dtype=dtype,
         trust_remote_code=spec.model.trust_remote_code,
         backend=backend,
+        load=site_load(spec, arch).args(),
     )
     ray = layout.mode == "ray"
     head_ip = _control_ip(head)

@@ -71,6 +71,22 @@ class Model(SpecModel):
     )
     weights_path: str = Field(pattern=r"^/", description="Absolute directory of the weights on each server.")
     source: WeightsSource = Field(default_factory=WeightsSource)
+    storage: Literal["local", "nfs", "lustre", "network"] = Field(
+        "local",
+        description=(
+            "The filesystem weights_path is on: local (a server's own disk), nfs, lustre, or network (another "
+            "shared filesystem: SFS, CephFS, DTFS). Picks --safetensors-load-strategy with load_strategy auto."
+        ),
+    )
+    load_strategy: Literal["auto", "lazy", "eager", "prefetch", "torchao"] = Field(
+        "auto",
+        description=(
+            "--safetensors-load-strategy. auto: none on local storage (vLLM's mmap); on shared storage "
+            "prefetch (eager before vLLM v0.18) when the checkpoint fits in 90% of the server's memory "
+            "(profiles.*.memory_gb), else lazy. Any other value is passed as given and must be one the "
+            "pinned vLLM release takes."
+        ),
+    )
     quantization: Literal["none", "w8a8", "w4a8"] | None = Field(
         None,
         description="Weight quantization (msmodelslim W8A8/W4A8 -> --quantization ascend); default: catalog.",

@@ -6,9 +6,11 @@ import difflib
 from collections.abc import Iterator
 
 from orchestrator.catalog import MODEL_NAMES
+from orchestrator.catalog.load_strategies import load_strategies
 from orchestrator.planning.resolve import lookup_model
 from orchestrator.spec.findings import Finding, error
 from orchestrator.spec.site import SiteSpec
+from orchestrator.validation.extra_args import pinned_vllm
 
 
 def check(spec: SiteSpec) -> Iterator[Finding]:
@@ -100,6 +102,7 @@ def check(spec: SiteSpec) -> Iterator[Finding]:
             "model",
         )
     yield from _manifest(spec)
+    yield from _load_strategy(spec)
 
 
 def _manifest(spec: SiteSpec) -> Iterator[Finding]:
@@ -118,4 +121,30 @@ def _manifest(spec: SiteSpec) -> Iterator[Finding]:
             "without manifest_sha256 the weights phase stops",
             fix,
             "weights",
+        )
+
+
+def _load_strategy(spec: SiteSpec) -> Iterator[Finding]:
+    """model.load_strategy against the pinned vLLM's LoadConfig (catalog/load_strategies.py): a value the
+    release does not know would fall back to mmap loading without a word (vLLM reads it as a plain string)."""
+    wanted = spec.model.load_strategy
+    if wanted == "auto":
+        return
+    vllm = pinned_vllm(spec)
+    release = load_strategies(vllm)
+    if release is None:
+        yield error(
+            ("model", "load_strategy"),
+            f"vLLM v{vllm} (pinned by vllm-ascend {spec.software.vllm_ascend.version}) has no "
+            "--safetensors-load-strategy",
+            "set model.load_strategy: auto, or pin a vllm-ascend release on vLLM v0.11 or newer",
+            "model",
+        )
+    elif wanted not in release.values:
+        yield error(
+            ("model", "load_strategy"),
+            f"{release.label} (pinned by vllm-ascend {spec.software.vllm_ascend.version}) has no "
+            f"--safetensors-load-strategy {wanted}: it takes {', '.join(release.values)}",
+            f"set model.load_strategy to one of auto, {', '.join(release.values)}",
+            "model",
         )

@@ -465,6 +465,13 @@ def test_the_first_request_after_a_rollout_is_fast_only_with_warm_up(
 ) -> None:
     cold = roll(sim, "jit-1", warmup=False)
     assert not any(g["gate"] == "warmup" for r in cold["rollout"]["replicas"].values() for g in r["gates"])
+    for name, rep in cold["rollout"]["replicas"].items():  # no timeout in the spec: each server's last start
+        (health,) = [g for g in rep["gates"] if g["gate"] == "health"]
+        timeout = re.fullmatch(
+            r"/health 200 within (\d+) s \(2 x its last start, [\d.]+ s, \+ 60 s\)", health["expected"]
+        )
+        # shorter than the plan's estimate, which is 180 s at least (orchestrator/planning/gates.py)
+        assert timeout is not None and int(timeout[1]) < 180, (name, health)
     slow = first_chat_ttft(sim)
     assert slow >= JIT_MS / 1000, slow  # every replica is fresh: whichever the router picks compiles
 

@@ -3,7 +3,8 @@
 copy's spec turns the gateway off (the gateway's tests drive the router). One `orchestrator apply` of every
 phase from bare servers, then `--phases serve` applies of spec changes:
 
-- a config change (serving.env) rolls through in batches of head servers (serial [1, 1]): the canary mn
+- a config change (serving.env, and model.storage: nfs, which renders --safetensors-load-strategy prefetch)
+  rolls through in batches of head servers (serial [1, 1]): the canary mn
   first, alone, as a unit on its head a2-01 (both of its containers replaced), then a2-03, which rolls the
   two replicas it heads one after another (a2-03-b stops only after a2-03-a passed its gates); the release
   records keep the previous release with its full container parameters;
@@ -37,6 +38,10 @@ PIPELINE = ("preflight", "drivers", "host", "network", "image", "weights", "serv
 MODEL = "sim-deepseek"
 CONTAINERS = {"a2-01": ["vllm-mn"], "a2-02": ["vllm-mn"], "a2-03": ["vllm-a2-03-a", "vllm-a2-03-b"]}
 GATES = "  gates: {startup_timeout_s: 30, soak_s: 6, latency_budget_s: 10}\n"
+# the config change: a slower init, and the weights on NFS (the simulated servers mount them as NFS: the fake
+# vLLM's loader reads FAKE_VLLM_FS_TYPE where vLLM reads /proc/mounts), which the spec says with model.storage
+ROLLED = {"FAKE_VLLM_INIT_S": "1", "FAKE_VLLM_FS_TYPE": "nfs"}
+PREFETCH = "Prefetching checkpoint files into page cache started"
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +150,11 @@ def deployed(sim: Sim) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def rolled(sim: Sim, deployed: dict[str, Any]) -> dict[str, Any]:
-    set_env(sim, {"FAKE_VLLM_INIT_S": "1"})
+    site = sim.root / "inventories" / sim.name / "site.yaml"
+    text = site.read_text()
+    assert text.count("\n  weights_path: ") == 1, text
+    site.write_text(text.replace("\n  weights_path: ", "\n  storage: nfs\n  weights_path: "))
+    set_env(sim, ROLLED)
     out = serve(sim)
     assert out["exit"] == 0, json.dumps(out)[-4000:] + out["stderr"][-3000:]
     return {"out": out, "after": containers(sim)}
@@ -154,7 +163,10 @@ def rolled(sim: Sim, deployed: dict[str, Any]) -> dict[str, Any]:
 def test_first_deploy_records_full_params_and_the_accuracy_baseline(
     sim: Sim, deployed: dict[str, Any]
 ) -> None:
+    # the head's start to /health 200 (the next rollout's startup timeout); a headless member has no API
+    assert record(sim, "a2-01", "vllm-mn")["current"]["ready_s"] > 0
     rec = record(sim, "a2-02", "vllm-mn")["current"]
+    assert rec["ready_s"] is None
     params = rec["params"]
     assert params["image"].startswith("sha256:") and params["command"][0] == "vllm", params
     assert (
@@ -198,6 +210,13 @@ def test_config_change_rolls_canary_first_then_batches_multinode_as_a_unit(
         # the warm-up's time of each API server (a headless member has none)
         warmup_s = rec["current"]["warmup_s"]
         assert warmup_s is None if server == "a2-02" else warmup_s > 0, (server, rec["current"])
+    # weights on NFS, a checkpoint that fits in memory: every engine prefetches (model.storage: nfs)
+    for server, name in (("a2-01", "vllm-mn"), ("a2-02", "vllm-mn"), ("a2-03", "vllm-a2-03-a")):
+        command = inspect(sim, server, name)["Config"]["Cmd"]
+        assert command[command.index("--safetensors-load-strategy") + 1] == "prefetch", (server, command)
+        rc, log = sh(sim, server, f"docker logs {name} 2>&1")
+        assert rc == 0 and f"{PREFETCH} (in background, num_threads=8" in log, (server, log[-2000:])
+        assert "Filesystem type for checkpoints: NFS." in log, (server, log[-2000:])
     answers(sim)
 
 
@@ -214,11 +233,11 @@ def test_a_canary_fault_rolls_back_that_batch_only_and_exits_3_naming_the_gate(
     sim: Sim, rolled: dict[str, Any], fault: dict[str, str], gate: str
 ) -> None:
     before = containers(sim)
-    set_env(sim, {"FAKE_VLLM_INIT_S": "1", **fault})
+    set_env(sim, {**ROLLED, **fault})
     try:
         out = serve(sim)
     finally:
-        set_env(sim, {"FAKE_VLLM_INIT_S": "1"})
+        set_env(sim, ROLLED)
     assert out["exit"] == 3 and out["result"] == "failed", json.dumps(out)[-3000:]
     rollout = out["rollout"]
     assert rollout["result"] == "failed" and rollout["batches"] == [["mn"]], rollout
@@ -235,6 +254,8 @@ def test_a_canary_fault_rolls_back_that_batch_only_and_exits_3_naming_the_gate(
     (failure,) = [f for f in out["failures"] if f["host"] == "a2-01"]  # mn's head rolls it
     msg = failure["message"]
     assert f"batch 1/2 replica mn: gate {gate} failed: expected " in msg and ", seen " in msg, msg
+    if gate == "health":  # the spec's timeout stands over the servers' history (GATES sets it)
+        assert "expected /health 200 within 30 s (rollout.gates.startup_timeout_s)" in msg, msg
     assert "Rolled back: mn runs its previous release again" in msg, msg
     assert "log lines of vllm-mn on a2-01" in msg and "log lines of vllm-mn on a2-02" in msg, msg
     after = containers(sim)

@@ -113,10 +113,12 @@ def test_never_healthy_fails_the_health_gate_at_the_timeout(
     )
     assert proc.port is not None
     proc.wait_port()  # listening (a loaded machine may start it slower than the gate's 2 s), never healthy
-    gates = g.Gates(params(proc.port, baseline=baseline, timeout_s=2), None)
+    source = "2 x its last start, 0.5 s, + 60 s"  # what ascend.npu.vllm_startup_timeout says it used
+    gates = g.Gates(params(proc.port, baseline=baseline, timeout_s=2, timeout_source=source), None)
     assert not gates.run()
     assert names(gates) == [("health", False)]
     assert gates.results[0]["seen"] == "/health 503 after 2 s" and gates.results[0]["seconds"] >= 2
+    assert gates.results[0]["expected"] == f"/health 200 within 2 s ({source})"
 
 
 def test_crash_after_start_fails_the_soak(

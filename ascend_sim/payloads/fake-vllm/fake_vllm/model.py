@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import vlog
+from . import loader, vlog
 
 INDEX = "model.safetensors.index.json"
 QUANT_DESCRIPTION = "quant_model_description.json"
@@ -209,16 +209,33 @@ def content_hash(layout: ModelLayout, progress: Callable[[int, int], None] | Non
     return hashlib.sha256("".join(sorted(lines)).encode()).hexdigest()
 
 
-def load_paced(layout: ModelLayout, name: str, env: dict[str, str], stop: threading.Event) -> str | None:
-    """Hash the shards at the simulated loading pace; None when stopped meanwhile."""
+def load_paced(
+    layout: ModelLayout,
+    name: str,
+    env: dict[str, str],
+    stop: threading.Event,
+    raw: dict[str, Any] | None = None,
+) -> str | None:
+    """Hash the shards at the simulated loading pace; None when stopped meanwhile. ``raw``: the parsed
+    command line (its safetensors_load_strategy and prefetch settings, loader.py)."""
+    raw = raw or {}
     rate = max(_env_float(env, "FAKE_VLLM_LOAD_MB_S", 2000.0), 1e-3) * (1 << 20)
     init = max(_env_float(env, "FAKE_VLLM_INIT_S", 2.0), 0.0)
     start = time.monotonic()
     vlog.info("model_runner.py:2131", f"Starting to load model {name}...")
     if stop.wait(init):
         return None
+    reading = loader.decide(
+        raw.get("safetensors_load_strategy"), sum(s.file_bytes for s in layout.shards), env
+    )
+    rate /= reading.slowdown
+    if reading.prefetch:
+        loader.prefetch_started(
+            int(raw.get("safetensors_prefetch_num_threads") or 8),
+            int(raw.get("safetensors_prefetch_block_size") or 16777216),
+        )
     total = len(layout.shards)
-    bar = "Loading safetensors checkpoint shards:"
+    bar = f"{reading.desc}:"
     print(f"{bar}   0% Completed | 0/{total} [00:00<?, ?it/s]", flush=True)
     done_bytes = [0]
 
@@ -241,6 +258,8 @@ def load_paced(layout: ModelLayout, name: str, env: dict[str, str], stop: thread
     if stop.is_set():
         return None
     took = time.monotonic() - start - init
+    if reading.prefetch:
+        loader.prefetch_finished(took)
     vlog.info("default_loader.py:267", f"Loading weights took {took:.2f} seconds")
     vlog.info("model_runner.py:2163", f"Loading model weights took {layout.tensor_bytes / (1 << 30):.4f} GB")
     vlog.info("fake_vllm", f"weights content sha256 {digest}")

@@ -36,6 +36,9 @@ Environment:
   FAKE_VLLM_FAULTS_POLL_S         fault file re-read period (default 1)
   FAKE_VLLM_NEVER_HEALTHY, FAKE_VLLM_CRASH_AFTER_S, FAKE_VLLM_SLOW_MS, FAKE_VLLM_WRONG_ANSWERS   faults
   FAKE_VLLM_LOAD_MB_S             weight loading speed in MiB/s (default 2000)
+  FAKE_VLLM_FS_TYPE               the weights' filesystem as /proc/mounts would say (default ext4; loader.py)
+  FAKE_VLLM_AVAILABLE_RAM_GIB     available RAM for the auto-prefetch rule (default /proc/meminfo)
+  FAKE_VLLM_NETFS_MMAP_SLOWDOWN   mmap (lazy) from nfs/nfs4/lustre is this many times slower (default 4)
   FAKE_VLLM_INIT_S                fixed engine start-up time in seconds (default 2)
   FAKE_VLLM_TOKEN_MS              time per generated token after the first (default 2)
   FAKE_VLLM_DP_HEARTBEAT_S, FAKE_VLLM_DP_CONNECT_TIMEOUT_S, FAKE_VLLM_DP_LOST_TIMEOUT_S   see dp.py
@@ -200,7 +203,7 @@ class Server:
                     return self._shutdown(0)
             else:
                 self.table.register(npus, procs.worker_name(cfg.tp), memory)
-            digest = model.load_paced(layout, cfg.model, self.env, self.stop)
+            digest = model.load_paced(layout, cfg.model, self.env, self.stop, cfg.raw)
             if digest is None:
                 return self._shutdown(0)
             if cfg.headless:

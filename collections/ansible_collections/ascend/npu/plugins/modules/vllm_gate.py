@@ -33,9 +33,15 @@ options:
     type: str
     required: true
   timeout_s:
-    description: Seconds the health and models gates may take together (from the weight size and read rate).
+    description:
+      - Seconds the health and models gates may take together (from the last start's time on this server, else
+        from the weight size and read rate).
     type: int
     required: true
+  timeout_source:
+    description: Where I(timeout_s) came from, shown in the health gate's expectation (e.g. "the plan's estimate").
+    type: str
+    default: ""
   interval_s:
     description: Seconds between two polls.
     type: float
@@ -257,7 +263,9 @@ class Gates:
             status, _ = http(f"{self.base}/health", timeout=5)
             return status == 200, f"/health {status or 'not listening'}"
 
-        return self._poll("health", "/health 200", deadline, probe)
+        source = self.p.get("timeout_source") or ""
+        expected = f"/health 200 within {self.p['timeout_s']} s ({source})" if source else "/health 200"
+        return self._poll("health", expected, deadline, probe)
 
     def models(self, deadline: float) -> bool:
         def probe() -> tuple[bool, str]:
@@ -337,6 +345,7 @@ def main() -> None:
             "container": {"type": "str"},
             "model": {"type": "str", "required": True},
             "timeout_s": {"type": "int", "required": True},
+            "timeout_source": {"type": "str", "default": ""},
             "interval_s": {"type": "float", "default": 1.0},
             "api_key_file": {"type": "path"},
             "latency_budget_s": {"type": "float", "default": 30.0},
