@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,12 +60,17 @@ def parse(version: str, row: Any) -> LoadStrategies | None:
     )
 
 
-@functools.cache
-def _releases() -> dict[str, LoadStrategies | None]:
-    raw = load(FILE).get("releases")
+def validate_load_strategies(data: Mapping[str, Any]) -> dict[str, LoadStrategies | None]:
+    """Every release of the file, parsed; CatalogDataError naming the release on the first problem."""
+    raw = data.get("releases")
     if not isinstance(raw, dict) or not raw:
         raise CatalogDataError(f"{FILE}: 'releases' must be a non-empty mapping")
     return {str(v): parse(str(v), row) for v, row in raw.items()}
+
+
+@functools.cache
+def _releases() -> dict[str, LoadStrategies | None]:
+    return validate_load_strategies(load(FILE))
 
 
 def load_strategies(vllm_version: str) -> LoadStrategies | None:

@@ -14,6 +14,7 @@ from orchestrator.planning import hccl_ports, preflight
 from orchestrator.planning.drivers import drivers_plan
 from orchestrator.planning.hccn_peers import hccn_views
 from orchestrator.planning.image import image_plans
+from orchestrator.planning.load import site_load
 from orchestrator.planning.model import HostPlan, ReplicaPlan, SitePlan, StackPlan
 from orchestrator.planning.network import HccnServer, plan_hccn
 from orchestrator.planning.pd import plan_pd
@@ -31,7 +32,6 @@ from orchestrator.planning.rollout import rollout_plan
 from orchestrator.planning.serve_args import RAY_GCS_PORT
 from orchestrator.planning.topology import plan_replica
 from orchestrator.planning.tuning import host_tuning, tuning_plan
-from orchestrator.planning.load import site_load
 from orchestrator.planning.warmup import warmup_plan
 from orchestrator.spec.findings import SpecPath
 from orchestrator.spec.site import SiteSpec

@@ -74,8 +74,9 @@ class Model(SpecModel):
     storage: Literal["local", "nfs", "lustre", "network"] = Field(
         "local",
         description=(
-            "The filesystem weights_path is on: local (a server's own disk), nfs, lustre, or network (another "
-            "shared filesystem: SFS, CephFS, DTFS). Picks --safetensors-load-strategy with load_strategy auto."
+            "The filesystem weights_path is on: local (a server's own disk), nfs, lustre, or network "
+            "(another shared filesystem: SFS, CephFS, DTFS). Picks --safetensors-load-strategy with "
+            "load_strategy auto."
         ),
     )
     load_strategy: Literal["auto", "lazy", "eager", "prefetch", "torchao"] = Field(

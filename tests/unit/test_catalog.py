@@ -28,6 +28,7 @@ from orchestrator.catalog import (
 )
 from orchestrator.catalog._data import load, parse, read_text
 from orchestrator.catalog.kernels import validate_kernels
+from orchestrator.catalog.load_strategies import validate_load_strategies
 
 DATA_FILES: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "chips.yaml": catalog.validate_chips,
@@ -37,6 +38,7 @@ DATA_FILES: dict[str, Callable[[Mapping[str, Any]], object]] = {
     "vllm_flags_removed.yaml": catalog.validate_removed,
     "kernel_modules.yaml": catalog.validate_modules,
     "kernels.yaml": validate_kernels,
+    "vllm_load_strategies.yaml": validate_load_strategies,
 }
 
 

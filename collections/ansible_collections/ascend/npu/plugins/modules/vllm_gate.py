@@ -39,7 +39,7 @@ options:
     type: int
     required: true
   timeout_source:
-    description: Where I(timeout_s) came from, shown in the health gate's expectation (e.g. "the plan's estimate").
+    description: Where I(timeout_s) came from, shown in the health gate's expectation.
     type: str
     default: ""
   interval_s:
