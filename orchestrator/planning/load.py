@@ -61,7 +61,8 @@ def load_plan(spec: SiteSpec, checkpoint_gib: float, vllm_version: str) -> LoadP
     if wanted != "auto":
         return LoadPlan(wanted, "model.load_strategy")
     if release is None:
-        return LoadPlan(None, f"vLLM v{vllm_version} has no --safetensors-load-strategy: its default loading")
+        version = vllm_version.removeprefix("v")
+        return LoadPlan(None, f"vLLM v{version} has no --safetensors-load-strategy: its default loading")
     return _auto(spec, checkpoint_gib, release)
 
 

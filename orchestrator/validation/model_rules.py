@@ -130,7 +130,7 @@ def _load_strategy(spec: SiteSpec) -> Iterator[Finding]:
     wanted = spec.model.load_strategy
     if wanted == "auto":
         return
-    vllm = pinned_vllm(spec)
+    vllm = pinned_vllm(spec).removeprefix("v")
     release = load_strategies(vllm)
     if release is None:
         yield error(

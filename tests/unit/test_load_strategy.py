@@ -114,7 +114,7 @@ def test_shared_storage_before_prefetch_existed_reads_eagerly_and_without_the_fl
         "eager",
         "prefetch",
     )
-    old = load_plan(spec, 61.0, "0.9.1")
+    old = load_plan(spec, 61.0, "v0.9.1")  # as the release matrix spells it
     assert old.strategy is None and old.args() == []
     assert "v0.9.1 has no --safetensors-load-strategy" in old.why
 
@@ -147,3 +147,19 @@ def test_extra_args_may_not_set_it_next_to_the_plan() -> None:
     data["serving"]["extra_args"] = ["--safetensors-load-strategy", "eager"]
     messages = [f.message for f in validate_data(data).errors if f.path[:2] == ("serving", "extra_args")]
     assert any("model.load_strategy" in m for m in messages), messages
+
+
+def test_an_explicit_strategy_on_a_vllm_without_the_flag_is_refused() -> None:
+    data = site("a2-single-distill", load_strategy="eager")
+    data["software"]["vllm_ascend"]["version"] = "v0.9.1"
+    data["serving"]["max_num_seqs"] = 1
+    found = [described(f) for f in validate_data(data).findings if f.path[:2] == ("model", "load_strategy")]
+    assert found == [
+        (
+            "model.load_strategy",
+            "vLLM v0.9.1 (pinned by vllm-ascend v0.9.1) has no --safetensors-load-strategy",
+            "set model.load_strategy: auto, or pin a vllm-ascend release on vLLM v0.11 or newer",
+            "model",
+            [],
+        )
+    ]
