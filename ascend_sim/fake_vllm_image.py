@@ -28,6 +28,7 @@ SERVER_MODULES: tuple[str, ...] = (
     "__init__.py",
     "api.py",
     "cli.py",
+    "compile_cache.py",
     "devices.py",
     "dp.py",
     "engine.py",

@@ -27,6 +27,7 @@ class Commands(LazyGroup):
     lazy_commands = {
         "apply": "orchestrator.cli.apply_cmd:apply_command",
         "rollback": "orchestrator.cli.rollback_cmd:rollback_command",
+        "heal": "orchestrator.cli.heal_cmd:heal_command",
         "plan": "orchestrator.cli.plan_cmd:plan_command",
         "history": "orchestrator.cli.history_cmd:history_command",
         "show": "orchestrator.cli.show_cmd:show_command",

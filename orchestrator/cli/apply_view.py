@@ -122,7 +122,7 @@ class LiveProgress(PlainProgress):
             table.add_row(
                 name,
                 Text(live.state, style=_STYLE.get(live.state, "")),
-                live.task if live.state == "running" else "",
+                Text(live.task if live.state == "running" else ""),  # task names are not markup
                 *(str(v) for v in (c.ok, c.changed, c.failed, c.unreachable, c.skipped)),
             )
         return Group(head, table)

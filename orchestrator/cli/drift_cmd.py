@@ -24,9 +24,10 @@ from rich.console import Console
 
 from orchestrator.cli import exits
 from orchestrator.cli.apply_view import LiveProgress, PlainProgress
-from orchestrator.cli.common import MaxFindings, MaxSpecSize, SiteArg, load, render_into, resolve
+from orchestrator.cli.common import Format, MaxFindings, MaxSpecSize, SiteArg, load, render_into, resolve
 from orchestrator.cli.drift_schedule_cmd import schedule_command
 from orchestrator.cli.groups import App, HelpGroup
+from orchestrator.cli.heal_cmd import HEAL_PHASES, heal
 from orchestrator.cli.locking import hold_site_lock
 from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.reach import reach_lines
@@ -42,7 +43,7 @@ from orchestrator.drift.outputs_prometheus import (
     write_textfile,
 )
 from orchestrator.drift.outputs_table import print_table
-from orchestrator.drift.report import EXIT_DRIFT, EXIT_UNREACHABLE, DriftReport, build_report
+from orchestrator.drift.report import EXIT_DRIFT, EXIT_UNREACHABLE, Cell, CellState, DriftReport, build_report
 from orchestrator.history.record import recorded_run
 from orchestrator.runner.apply import apply
 from orchestrator.runner.cancel import Cancel, cancel_on_signals
@@ -132,6 +133,15 @@ def drift_command(
             help="Also write Prometheus metrics here, for node_exporter's textfile collector (*.prom).",
         ),
     ] = None,
+    heal_opt: Annotated[
+        bool,
+        typer.Option(
+            "--heal",
+            help="Then, when the serve or gateway phase drifted or failed, run `orchestrator heal`: "
+            "restart replicas that are down or unhealthy (as units, one at a time, through the gates) and "
+            "add missing heads back to the gateway. Nothing else is changed.",
+        ),
+    ] = False,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
@@ -139,7 +149,8 @@ def drift_command(
     hosts, and report drift per host and phase.
 
     Exit codes: 0 no drift, 3 drift found (or a check failed; drift wins over unreachable hosts), 4 hosts
-    unreachable and no drift found, 2 invalid spec, 130 interrupted, 64 usage.
+    unreachable and no drift found, 2 invalid spec, 130 interrupted, 64 usage. With --heal, when a heal
+    ran: 0 when it healed and no other phase drifted, 3 otherwise.
     """
     started = time.monotonic()
     err = console(stderr=True)
@@ -148,6 +159,12 @@ def drift_command(
             f"{textfile} does not end in .prom; node_exporter's textfile collector reads only *.prom files. "
             "Fix: name it e.g. orchestrator_drift_SITE.prom.",
             param_hint="--textfile",
+        )
+    if heal_opt and fmt is not DriftFormat.table:
+        raise typer.BadParameter(
+            f"--heal prints the heal's summary after the report, which {fmt.value} output cannot hold. Fix: "
+            "leave --format out (table) and take the report from --junit FILE or --textfile FILE.",
+            param_hint="--heal",
         )
     root = project_root()
     code = ansible_content(root, err)
@@ -203,7 +220,32 @@ def drift_command(
         for line in reach_lines(site_run.inventory_dir, report.unreachable_hosts):
             err.print(line, style="magenta", markup=False, highlight=False)
         _deliver(site_run, report, err)
-    raise typer.Exit(_exit_code(report, site_run.spec.drift.fail_on_drift, err))
+    rc = _exit_code(report, site_run.spec.drift.fail_on_drift, err)
+    if heal_opt and heals(report):
+        rc = _heal_after(site_run, report, err)
+    raise typer.Exit(rc)
+
+
+def _bad(report: DriftReport) -> list[Cell]:
+    return report.with_state(CellState.DRIFT) + report.with_state(CellState.FAILED)
+
+
+def heals(report: DriftReport) -> bool:
+    """Whether the report asks for a heal: drift or a failed check in the serve or gateway phase."""
+    return any(c.phase in HEAL_PHASES for c in _bad(report))
+
+
+def _heal_after(site_run: SiteRun, report: DriftReport, err: Console) -> int:
+    """`orchestrator heal` after the check; 0 when it healed and no other phase drifted or failed."""
+    err.print("heal: the serve or gateway phase drifted; restarting what is down", markup=False)
+    try:
+        heal(site_run, Format.table, err)
+    except typer.Exit as exc:
+        rc = int(exc.exit_code or 0)
+    else:  # pragma: no cover - heal always exits with its code
+        rc = exits.OK
+    others = [c for c in _bad(report) if c.phase not in HEAL_PHASES]
+    return rc if rc != exits.OK else (EXIT_DRIFT if others else exits.OK)
 
 
 def _deliver(site_run: SiteRun, report: DriftReport, err: Console) -> None:

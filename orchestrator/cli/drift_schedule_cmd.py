@@ -147,6 +147,14 @@ def schedule_command(
             "reads it (EnvironmentFile=). Needed when the spec has env: references.",
         ),
     ] = None,
+    heal: Annotated[
+        bool,
+        typer.Option(
+            "--heal",
+            help="Schedule `orchestrator drift SITE --heal`: the run also restarts replicas that are down "
+            "and adds missing heads back to the gateway (the supervisor of multi-server replicas).",
+        ),
+    ] = False,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
 ) -> None:
@@ -191,6 +199,7 @@ def schedule_command(
         str(textfile_dir / textfile_name(name)),
         "--junit",
         str(state / "junit.xml"),
+        *(["--heal"] if heal else []),
     ]
     out = console()
     if cron:

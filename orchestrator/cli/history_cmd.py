@@ -1,5 +1,5 @@
 """`orchestrator history SITE [--last N] [--format table|json]`: the site's recorded runs, newest first
-(apply, plan, drift, rollback; from .orchestrator/history.sqlite3 of the project root)."""
+(apply, plan, drift, rollback, heal; from .orchestrator/history.sqlite3 of the project root)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def history_command(
     last: Annotated[int, typer.Option("--last", min=1, metavar="N", help="Only the newest N runs.")] = 20,
     fmt: Annotated[Format, format_option("one list of runs on stdout, nothing else")] = Format.table,
 ) -> None:
-    """List the site's recorded runs (apply, plan, drift, rollback), newest first: run id, kind, start,
+    """List the site's recorded runs (apply, plan, drift, rollback, heal), newest first: run id, kind, start,
     duration, result, exit code, who, phases. `orchestrator show RUN` prints one in detail."""
     name = site_name(site)
     root = project_root()

@@ -27,7 +27,7 @@ def changes_table(report: PlanReport) -> Table:
         table.add_column(col, overflow="fold")
     for p in report.phases:
         for c in sorted(p.changes, key=lambda c: c.host):
-            table.add_row(p.name, c.host, str(c.kind), what(c), "yes" if c.reboot else "")
+            table.add_row(p.name, c.host, str(c.kind), Text(what(c)), "yes" if c.reboot else "")
     return table
 
 

@@ -96,6 +96,29 @@ SERVING_RULES = (
         inferred="cause and fix are read from the paths in the reports, not stated by them.",
     ),
     Rule(
+        id="triton-compile-gxx-ice",
+        area="compile cache",
+        title="Triton's launcher build crashed g++ (internal compiler error) while compiling a kernel",
+        patterns=p(
+            r"Failed to compile \S+\.cxx, error: g\+\+: internal compiler error",
+            r"g\+\+: internal compiler error: Segmentation fault signal terminated program cc1plus",
+        ),
+        codes=(),
+        cause="triton-ascend builds a C++ launcher for each kernel it JIT-compiles; with the triton-ascend "
+        "of some images g++ crashes on it in some containers, and what it left in the Triton cache "
+        "(~/.triton/cache) keeps failing afterwards.",
+        fix="use the triton-ascend version of vllm-ascend's requirements.txt for the release, then clear "
+        "the Triton cache: `orchestrator heal SITE --purge-compile-cache --limit HOST` removes the server's "
+        "compile caches (vLLM's and Triton's, mounted from /var/cache/ascend-orchestrator/compile) and "
+        "restarts its replicas cold, through the gates.",
+        preflight=Preflight.no,
+        sources=(*va(7782), va_file("requirements.txt")),
+        example="RuntimeError: Failed to compile /tmp/tmpx5kvific/launcher_cxx11abi1.cxx, error: g++: "
+        "internal compiler error: Segmentation fault signal terminated program cc1plus",
+        inferred="that the cache keeps failing without a purge is read from the report's advice to clear it "
+        "after the upgrade, not shown in it.",
+    ),
+    Rule(
         id="platform-plugin-not-loaded",
         area="install",
         title="vLLM did not load the Ascend platform plugin",

@@ -6,6 +6,7 @@ import textwrap
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from orchestrator.drift.report import STATES, CellState, DriftReport, cell_lines
 
@@ -40,7 +41,7 @@ def print_table(out: Console, report: DriftReport) -> None:
             cell.phase,
             str(cell.state).replace("_", " "),
             str(cell.change_count) if cell.state is CellState.DRIFT else "",
-            detail,
+            Text(detail),  # a task's own words and paths, e.g. "[/var/cache/...]": not console markup
             style=_STYLE[cell.state],
         )
     out.print(table)

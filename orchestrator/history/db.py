@@ -1,7 +1,7 @@
 """The run history: <project root>/.orchestrator/history.sqlite3 (stdlib sqlite3, WAL mode).
 
-One row per apply / plan / drift / rollback, inserted when the run starts (result "running", with the pid)
-and updated after every phase and at the end. A "running" row whose process is gone reads as
+One row per apply / plan / drift / rollback / heal, inserted when the run starts (result "running", with
+the pid) and updated after every phase and at the end. A "running" row whose process is gone reads as
 "interrupted (process gone)" (the process was killed before it could record its end).
 
 The schema is versioned with PRAGMA user_version: MIGRATIONS[i] brings version i to i + 1. A database of a
@@ -20,16 +20,18 @@ from typing import Any
 
 from orchestrator.history.provenance import process_alive, this_host
 
-KINDS = ("apply", "plan", "drift", "rollback")
+KINDS = ("apply", "plan", "drift", "rollback", "heal")
 RUNNING = "running"
 GONE = "interrupted (process gone)"
 BUSY_TIMEOUT_MS = 10_000
 
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE runs (
+def _runs_table(name: str, kinds: tuple[str, ...]) -> str:
+    """The runs table's CREATE statement (the same columns in every schema version)."""
+    allowed = ", ".join(f"'{k}'" for k in kinds)
+    return f"""
+    CREATE TABLE {name} (
         run_id TEXT PRIMARY KEY,
-        kind TEXT NOT NULL CHECK (kind IN ('apply', 'plan', 'drift', 'rollback')),
+        kind TEXT NOT NULL CHECK (kind IN ({allowed})),
         site TEXT NOT NULL,
         started TEXT NOT NULL,
         ended TEXT,
@@ -44,14 +46,23 @@ MIGRATIONS: tuple[str, ...] = (
         pid_start INTEGER,
         argv TEXT NOT NULL DEFAULT '[]',
         phases TEXT NOT NULL DEFAULT '[]',
-        host_stats TEXT NOT NULL DEFAULT '{}',
+        host_stats TEXT NOT NULL DEFAULT '{{}}',
         failures TEXT NOT NULL DEFAULT '[]',
         resume TEXT,
         artifacts TEXT NOT NULL DEFAULT '',
         note TEXT NOT NULL DEFAULT ''
     );
-    CREATE INDEX runs_by_site ON runs (site, started);
-    """,
+    """
+
+
+_INDEX = "CREATE INDEX runs_by_site ON runs (site, started);"
+MIGRATIONS: tuple[str, ...] = (
+    _runs_table("runs", ("apply", "plan", "drift", "rollback")) + _INDEX,
+    # 2: kind "heal" (`orchestrator heal`, `drift --heal`); SQLite cannot change a CHECK, so the table is
+    # rebuilt with the same columns and rows (https://www.sqlite.org/lang_altertable.html#otheralter)
+    _runs_table("runs_v2", KINDS)
+    + "INSERT INTO runs_v2 SELECT * FROM runs; DROP TABLE runs; ALTER TABLE runs_v2 RENAME TO runs;"
+    + _INDEX,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 _JSON = {"argv", "phases", "host_stats", "failures"}

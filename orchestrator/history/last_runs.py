@@ -36,7 +36,7 @@ def last_per_phase(records: Iterable[RunRecord], phases: Sequence[str]) -> list[
     """`records` newest first (db.runs); one entry per phase, in the order of `phases`."""
     found: dict[str, PhaseRun] = {}
     for rec in records:
-        if rec.kind not in ("apply", "rollback") or rec.check_mode:
+        if rec.kind not in ("apply", "rollback", "heal") or rec.check_mode:
             continue
         for p in rec.phases:
             name, status = str(p.get("name")), str(p.get("status"))

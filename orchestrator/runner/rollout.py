@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 STAT = "orchestrator_rollout"
-OK_RESULTS = ("updated", "rolled_back")
+OK_RESULTS = ("updated", "rolled_back", "healed")
 
 
 def summary(artifact_data: Mapping[str, Any] | None) -> dict[str, Any] | None:

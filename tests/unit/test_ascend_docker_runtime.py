@@ -67,7 +67,12 @@ def test_a_package_without_a_checksum_is_refused(single: dict[str, Any]) -> None
 def _run(pkg: Path, root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "ASCEND_SIM_ROOT": str(root)}
     return subprocess.run(  # Y: the answer to its EULA question (test_ascend_docker_runtime_eula.py)
-        ["bash", str(pkg), *args], env=env, input="Y\n", capture_output=True, text=True, timeout=60,
+        ["bash", str(pkg), *args],
+        env=env,
+        input="Y\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
         check=False,
     )
 

@@ -72,6 +72,6 @@ def test_the_other_phases_pass_when_one_phase_runs_alone(site: str, mode: list[s
     assert "changed=0" in proc.stdout and "failed=" in proc.stdout
     for line in proc.stdout.splitlines():
         if line.startswith("TASK ["):  # only the always-tagged parts ran
-            assert any(
-                word in line for word in ("Validating arguments", "Inventory |", "Phase | record")
-            ), line
+            assert any(word in line for word in ("Validating arguments", "Inventory |", "Phase | record")), (
+                line
+            )

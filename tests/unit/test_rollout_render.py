@@ -147,6 +147,10 @@ def test_rollout_summary_orders_batches_and_flags_a_failure() -> None:
     assert out is not None
     assert out["batches"] == [["mn"], ["b", "a"]] and out["result"] == "failed"
     assert summary({}) is None
+    for done in ("updated", "rolled_back", "healed"):  # apply, `orchestrator rollback`, `orchestrator heal`
+        rolled = {"mn": {"batch": 1, "batches": 1, "result": done, "gates": []}}
+        one = summary({"orchestrator_rollout": rolled})
+        assert one is not None and one["result"] == "ok", done
     lines = gate_lines(
         {
             "label": "batch 1/2 replica mn",
@@ -204,8 +208,9 @@ def test_release_entries_restore_the_recorded_release_and_roll_back_to_the_previ
         back["target"]["params"]["image"] == "sha256:old"
         and back["restore"]["params"]["image"] == "sha256:cur"
     )
+    assert a["kept"] == records["vllm-a"]["previous"]  # the rollback target a restart must not overwrite
     (b,) = f.rollout_entries(wanted, records, ["b"], False)
-    assert b["restore"] is None
+    assert b["restore"] is None and b["kept"] is None
     assert f.missing_previous(["a", "b"], records, wanted) == ["b"]
 
 

@@ -95,5 +95,3 @@ def test_syntax_errors_say_in_words_what_is_wrong_at_their_line(
     assert detail in f.message
     assert f.fix is not None and fix in f.fix
     assert format_finding(f, "site.yaml").startswith(f"site.yaml:{position.line}:{position.column}: error: ")
-
-

@@ -443,13 +443,17 @@ def first_chat_ttft(sim: Sim) -> float:
 
 
 def roll(sim: Sim, mark: str, warmup: bool) -> dict[str, Any]:
-    """A new release of every replica with the JIT model on, rolled with warm-up on or off."""
+    """A new release of every replica with the JIT model on, rolled with warm-up on or off. The compile
+    caches persist across releases of one serving configuration (the kernels the cold roll compiled would
+    be there for the warm one), so the warm roll is another configuration (max_num_seqs 12): its caches
+    start empty and its warm-up compiles every shape."""
     site = sim.root / "inventories" / sim.name / "site.yaml"
     lines = [ln for ln in site.read_text().splitlines(keepends=True) if not ln.startswith("  env: {")]
     text = "".join(lines).replace("  warmup: {enabled: false}\n", "")
+    seqs = 12 if warmup else 16
     text = text.replace(
         "  max_num_seqs: 16\n",
-        f"  max_num_seqs: 16\n  env: {{ROLLOUT_MARK: '{mark}', FAKE_VLLM_JIT_MS: '{JIT_MS}'}}\n",
+        f"  max_num_seqs: {seqs}\n  env: {{ROLLOUT_MARK: '{mark}', FAKE_VLLM_JIT_MS: '{JIT_MS}'}}\n",
     )
     if not warmup:
         assert text.count("\nrollout:\n") == 1, text

@@ -107,6 +107,16 @@ def test_a_replica_restarts_on_every_member_when_one_is_stale() -> None:
     assert f.stale([{"item": want, "container": None}]) == ["mn"]
 
 
+def test_a_heal_restarts_what_is_down_and_leaves_another_running_release_to_an_apply() -> None:
+    want = {"replica": "mn", "release": "r1", "params": {"name": "vllm-mn"}}
+    labels = {"Config": {"Labels": {"io.ascend-orchestrator.release": "r2"}}}
+    up, down = {"State": {"Running": True}, **labels}, {"State": {"Running": False}, **labels}
+    assert f.stale([{"item": want, "container": up}], heal=True) == []
+    assert f.stale([{"item": want, "container": up}]) == ["mn"]  # an apply rolls it
+    assert f.stale([{"item": want, "container": down}], heal=True) == ["mn"]
+    assert f.stale([{"item": want, "container": None}], heal=True) == ["mn"]
+
+
 def test_ray_members_start_ray_then_the_head_serves_in_the_same_container() -> None:
     ray = {"start_args": ["start", "--address", "10.0.0.1:6379", "--block"]}
     worker = f.vllm_serve_container(_instance(role="ray-worker", mode="ray", args=[], ray=ray), OPTS)
@@ -118,3 +128,52 @@ def test_ray_members_start_ray_then_the_head_serves_in_the_same_container() -> N
         "-c",
         "ray start --head --resources '{\"NPU\": 8}' && exec vllm serve /m --port 8000",
     ]
+
+
+def test_the_compile_cache_is_one_host_directory_per_image_and_configuration() -> None:
+    """Mounted at /root/.cache (vllm-ascend's docker run) with vLLM's and Triton's caches under it; replicas
+    that differ only in ports, addresses and ranks share it; another image, flag or weights does not."""
+    opts = {**OPTS, "cache_dir": "/var/cache/c"}
+    head = f.vllm_serve_container(_instance(), opts)
+    key = head["record"]["cache_key"]
+    assert f"/var/cache/c/{key}:/root/.cache" in head["params"]["volumes"]
+    assert head["params"]["env"]["TRITON_CACHE_DIR"] == "/root/.cache/triton"
+    assert head["params"]["env"]["VLLM_CACHE_ROOT"] == "/root/.cache/vllm"
+    other_server = ["serve", "/m", "--port=8001", "--host", "10.0.0.2", "--served-model-name", "deepseek-r1"]
+    assert f.vllm_serve_container(_instance(args=other_server), opts)["record"]["cache_key"] == key
+    # a headless member runs other DP ranks: its graphs are in other rank directories than its head's
+    member = ["serve", "/m", "--headless", "--data-parallel-start-rank", "2"]
+    member_key = f.vllm_serve_container(_instance(args=member), opts)["record"]["cache_key"]
+    assert member_key != key
+    again = f.vllm_serve_container(_instance(args=[*member, "--port", "9"]), opts)
+    assert again["record"]["cache_key"] == member_key
+    for other_args, other_opts in (
+        (["serve", "/m", "--port", "8000", "--max-model-len", "4096"], opts),
+        (["serve", "/m", "--port", "8000"], {**opts, "image_id": "sha256:cd"}),
+        (["serve", "/m", "--port", "8000"], {**opts, "weights_manifest": "m2"}),
+    ):
+        assert f.vllm_serve_container(_instance(args=other_args), other_opts)["record"]["cache_key"] != key
+    none = f.vllm_serve_container(_instance(), OPTS)  # no cache_dir: nothing mounted
+    assert none["record"]["cache_key"] is None and "TRITON_CACHE_DIR" not in none["params"]["env"]
+    assert not [v for v in none["params"]["volumes"] if v.endswith(":/root/.cache")]
+
+
+def test_compile_cache_items_sources_and_what_a_server_keeps() -> None:
+    wanted = [{"record": {"cache_key": k}} for k in ("k1", "k1", None)]
+    assert f.cache_items(wanted, host="a") == [{"host": "a", "key": "k1"}]
+    members = [
+        {"host": "a", "target": {"record": {"cache_key": "k2"}}, "restore": {"record": {"cache_key": "k1"}}},
+        {"host": "b", "target": {"record": {"cache_key": "k2"}}, "restore": None},
+    ]
+    assert f.cache_items(members, "target") == [{"host": "a", "key": "k2"}, {"host": "b", "key": "k2"}]
+    assert f.cache_items(members, "restore") == [{"host": "a", "key": "k1"}]
+    need = {"host": "b", "key": "k2"}
+    results = [
+        {"item": [need, "c"], "stat": {"exists": False}},
+        {"item": [need, "d"], "unreachable": True},
+        {"item": [need, "e"], "stat": {"exists": True, "isdir": True}},
+        {"item": [need, "f"], "stat": {"exists": True, "isdir": True}},
+    ]
+    assert f.cache_sources(results) == [{"host": "b", "key": "k2", "peer": "e"}]
+    records = {"vllm-a": {"current": {"cache_key": "k2"}, "previous": {"cache_key": "k0"}}, "vllm-b": None}
+    assert f.cache_keep(wanted, records) == ["k0", "k1", "k2"]

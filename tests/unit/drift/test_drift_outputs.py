@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -149,3 +150,16 @@ def test_json_and_table() -> None:
         "drift of a2-fleet: drift (exit 3); host x phase: 4 in sync, 2 drift, 1 unreachable, 4 not run"
         in text
     )
+
+
+def test_the_table_prints_a_change_in_brackets_as_text() -> None:
+    """A task's words with a path in brackets (a loop label) are not console markup: rich would refuse
+    "[/var/cache/...]" as a closing tag, and the drift run would end in an internal error."""
+    run = drift_run()
+    (host,) = [p for p in run.phases if p.name == "host"]
+    first = host.changes[0]
+    host.changes[0] = replace(first, task="remove [/var/cache/ascend-orchestrator/compile/dcf1dded510eae25]")
+    buf = io.StringIO()
+    report = build_report(run, seconds=1.0, finished=WHEN)
+    print_table(Console(file=buf, width=300, color_system=None), report)
+    assert "[/var/cache/ascend-orchestrator/compile/dcf1dded510eae25]" in buf.getvalue()

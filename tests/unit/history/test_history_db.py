@@ -40,7 +40,7 @@ def test_round_trip_and_schema(tmp_path: Path) -> None:
         back = db.find(conn, "20261204T210000Z-aaaaaa")
     assert back == rec
     raw = sqlite3.connect(db.db_path(tmp_path))
-    assert raw.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION == 1
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == db.SCHEMA_VERSION == 2
     assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     row = raw.execute("SELECT result, exit_code, check_mode, phases FROM runs").fetchone()
     assert row == ("failed", 3, 1, '[{"name": "preflight", "seconds": 1.5, "status": "ok"}]')
@@ -53,13 +53,41 @@ def test_unknown_kind_is_refused(tmp_path: Path) -> None:
         )
 
 
+def test_a_version_1_history_migrates_keeping_its_rows_and_takes_heal_runs(tmp_path: Path) -> None:
+    """A database written by an orchestrator of schema 1 (its CREATE statement run by sqlite3 itself): its
+    rows survive the rebuild that admits kind 'heal', and the index is back."""
+    path = db.db_path(tmp_path)
+    path.parent.mkdir(parents=True)
+    raw = sqlite3.connect(path)
+    raw.executescript(db.MIGRATIONS[0] + "PRAGMA user_version = 1;")
+    raw.execute(
+        "INSERT INTO runs (run_id, kind, site, started, result, phases) VALUES "
+        "('20261204T210000Z-aaaaaa', 'rollback', 'lab', '2026-12-04T21:00:00Z', 'ok', '[]')"
+    )
+    raw.commit()
+    with pytest.raises(sqlite3.IntegrityError):  # schema 1 refuses the new kind
+        raw.execute(
+            "INSERT INTO runs (run_id, kind, site, started, result) VALUES ('h', 'heal', 's', 't', 'x')"
+        )
+    raw.close()
+    with db.connect(tmp_path) as conn:
+        old = db.find(conn, "20261204T210000Z-aaaaaa")
+        db.insert(conn, record("20261205T210000Z-bbbbbb", kind="heal"))
+    assert old is not None and (old.kind, old.result) == ("rollback", "ok")
+    raw = sqlite3.connect(path)
+    assert raw.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert [r[0] for r in raw.execute("SELECT kind FROM runs ORDER BY started")] == ["rollback", "heal"]
+    made = "SELECT name FROM sqlite_master WHERE type = 'index' AND name NOT LIKE 'sqlite_autoindex%'"
+    assert raw.execute(made).fetchall() == [("runs_by_site",)]
+
+
 def test_a_newer_schema_is_refused_not_rewritten(tmp_path: Path) -> None:
     with db.connect(tmp_path):
         pass
     raw = sqlite3.connect(db.db_path(tmp_path))
     raw.execute("PRAGMA user_version = 7")
     raw.close()
-    newer = r"schema version 7, newer than this orchestrator knows \(1\)"
+    newer = r"schema version 7, newer than this orchestrator knows \(2\)"
     with pytest.raises(db.HistoryError, match=newer), db.connect(tmp_path):
         pass
     assert sqlite3.connect(db.db_path(tmp_path)).execute("PRAGMA user_version").fetchone()[0] == 7

@@ -172,6 +172,9 @@ class Sandbox:
             "FAKE_VLLM_FAULTS": str(self.faults),
             "FAKE_VLLM_HARDWARE": str(self.state / "hardware.json"),
             "FAKE_VLLM_INIT_S": "0",
+            "FAKE_VLLM_COMPILE_S": "0",
+            # the compile caches (~/.cache/vllm, ~/.triton/cache: compile_cache.py) of this sandbox only
+            "HOME": str(self.root / "home"),
             "FAKE_VLLM_TOKEN_MS": "0",
             "FAKE_VLLM_FAULTS_POLL_S": "0.1",
             # a peer is lost when its connection ends (what the tests do) or after 5 silent heartbeats: on a

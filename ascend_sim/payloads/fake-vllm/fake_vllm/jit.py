@@ -3,11 +3,14 @@ Triton / bisheng JIT-compile kernels for its shapes, then fast requests (reporte
 https://github.com/vllm-project/vllm-ascend/issues/7193). Modelled as ``FAKE_VLLM_JIT_MS`` (default 0: off),
 paid once per shape before the first token, a shape being the endpoint (chat or completion), the prompt's
 token count rounded up to a power of two (at least 16) and streamed or not. Concurrent first requests of one
-shape wait for the same compile. Compiled shapes live in the process: a restart compiles again."""
+shape wait for the same compile. Compiled shapes persist in Triton's cache directory (``persist``: one
+directory per shape, as Triton keeps one per kernel): a restart with the same cache compiles nothing again,
+an empty or unwritable one compiles again."""
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from . import vlog
 
@@ -21,11 +24,28 @@ def shape(chat: bool, prompt_tokens: int, stream: bool) -> Shape:
     return ("chat" if chat else "completion", bucket, stream)
 
 
+def _dirname(key: Shape) -> str:
+    return f"fake-{key[0]}-{key[1]}-{'stream' if key[2] else 'whole'}"
+
+
 class Jit:
-    def __init__(self, cost_s: float) -> None:
+    def __init__(self, cost_s: float, persist: Path | None = None) -> None:
         self.cost_s = max(cost_s, 0.0)
+        self.persist = persist
         self._lock = threading.Lock()
         self._compiled: dict[Shape, threading.Event] = {}
+
+    def _cached(self, key: Shape) -> bool:
+        return self.persist is not None and (self.persist / _dirname(key) / "kernel.json").is_file()
+
+    def _keep(self, key: Shape) -> None:
+        if self.persist is None:
+            return
+        try:
+            (self.persist / _dirname(key)).mkdir(parents=True, exist_ok=True)
+            (self.persist / _dirname(key) / "kernel.json").write_text("{}\n", encoding="utf-8")
+        except OSError:  # an unwritable cache: the next process compiles again
+            pass
 
     def compile(self, key: Shape) -> float:
         """Block until ``key`` is compiled (the first caller compiles); the seconds this caller waited."""
@@ -40,7 +60,11 @@ class Jit:
             waited = 0.0 if done.is_set() else self.cost_s
             done.wait()
             return waited
+        if self._cached(key):
+            done.set()
+            return 0.0
         vlog.info("jit.py:1", f"Compiling kernels for shape {key[0]} prompt<={key[1]} stream={key[2]}")
         threading.Event().wait(self.cost_s)
+        self._keep(key)
         done.set()
         return self.cost_s

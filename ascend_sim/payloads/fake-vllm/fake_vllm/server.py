@@ -40,6 +40,9 @@ Environment:
   FAKE_VLLM_AVAILABLE_RAM_GIB     available RAM for the auto-prefetch rule (default /proc/meminfo)
   FAKE_VLLM_NETFS_MMAP_SLOWDOWN   mmap (lazy) from nfs/nfs4/lustre is this many times slower (default 4)
   FAKE_VLLM_INIT_S                fixed engine start-up time in seconds (default 2)
+  FAKE_VLLM_COMPILE_S             graph compile time of a cold start (default 1; a start that finds its
+                                  graphs in $VLLM_CACHE_ROOT takes 5 % of it: compile_cache.py)
+  FAKE_VLLM_JIT_MS                first-request compile per shape (default 0: off; kept in $TRITON_CACHE_DIR)
   FAKE_VLLM_TOKEN_MS              time per generated token after the first (default 2)
   FAKE_VLLM_DP_HEARTBEAT_S, FAKE_VLLM_DP_CONNECT_TIMEOUT_S, FAKE_VLLM_DP_LOST_TIMEOUT_S   see dp.py
   FAKE_VLLM_RAY_PG_TIMEOUT_S      placement group wait with the Ray backend (default 1800); RAY_ADDRESS,
@@ -62,7 +65,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 
-from . import cli, devices, dp, kvconfig, model, pd, procs, rayexec, vlog
+from . import cli, compile_cache, devices, dp, kvconfig, model, pd, procs, rayexec, vlog
 from .api import Service, make_handler
 from .engine import Generator
 from .faults import FaultSource
@@ -204,7 +207,11 @@ class Server:
             else:
                 self.table.register(npus, procs.worker_name(cfg.tp), memory)
             digest = model.load_paced(layout, cfg.model, self.env, self.stop, cfg.raw)
-            if digest is None:
+            ranks = range(cfg.start_rank, cfg.start_rank + cfg.local_dp)
+            compiled = digest is not None and compile_cache.compile_graphs(
+                self.env, cfg.raw, digest, self.stop, ranks
+            )
+            if digest is None or not compiled:
                 return self._shutdown(0)
             if cfg.headless:
                 return self._run_headless(digest, heartbeat)
@@ -321,7 +328,7 @@ class Server:
             max_model_len=max_model_len,
             ready=head.ready if head is not None else (lambda: True),
             token_s=_float(self.env, "FAKE_VLLM_TOKEN_MS", 2.0) / 1000,
-            jit=Jit(_float(self.env, "FAKE_VLLM_JIT_MS", 0.0) / 1000),
+            jit=Jit(_float(self.env, "FAKE_VLLM_JIT_MS", 0.0) / 1000, compile_cache.triton_dir(self.env)),
             access_log=not cfg.raw.get("disable_uvicorn_access_log", False),
             pd=self.pd,
         )

@@ -11,7 +11,8 @@
 - ``wanted | ascend.npu.vllm_serve_rollout_entries(records, replicas, rollback)``: per container of
   ``replicas`` what the rollout starts (``target``: docker_container params and record) and what a failed
   gate restores (``restore``: the release running now, from its record; None when the record has no
-  params). ``rollback``: the target is the record's previous release instead of the spec's.
+  params; ``kept``: the record's previous release, for a restart of the current one). ``rollback``: the
+  target is the record's previous release instead of the spec's.
 - ``names | ascend.npu.rollout_missing_previous(records, wanted)``: replicas without a previous release.
 - ``host | ascend.npu.rollout_batch(play_hosts_all, serial)``: [n, N] of the batch holding ``host``.
 - ``hosts | ascend.npu.rollout_batches(serial)``: the batches Ansible's ``serial`` makes of ``hosts``, for
@@ -101,6 +102,9 @@ def rollout_entries(
                 "name": name,
                 "target": target,
                 "restore": current,
+                # the record's previous release as written, kept when the target is the current release
+                # again (a heal's restart): a restart must not cost the rollback its target
+                "kept": rec.get("previous") if _release(rec.get("previous")) else None,
                 "address": want.get("address"),
                 "port": want.get("port"),
             }

@@ -21,6 +21,27 @@ import shlex
 from typing import Any
 
 MANAGEMENT_DEVICES = ("/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc")
+# The compile caches (vLLM's ~/.cache/vllm/torch_compile_cache, Triton's kernels) live in one host directory
+# per image and serving configuration, mounted where vLLM-Ascend's docker run mounts the host's /root/.cache
+# (https://docs.vllm.ai/projects/ascend/en/latest/installation.html); Triton's cache is put there too
+# (TRITON_CACHE_DIR, default ~/.triton/cache). vLLM keys its own entries by a hash of its configs
+# (https://docs.vllm.ai/en/latest/design/torch_compile.html), so replicas of one configuration share them.
+CACHE_MOUNT = "/root/.cache"
+CACHE_ENV = {"VLLM_CACHE_ROOT": f"{CACHE_MOUNT}/vllm", "TRITON_CACHE_DIR": f"{CACHE_MOUNT}/triton"}
+# argv flags that differ between servers running the same ranks of one configuration (addresses, ports, KV
+# endpoints, the API's model name, which a headless member does not take). The DP ranks stay in the key:
+# vLLM keeps each rank's graphs in its own rank_<rank>_<dp rank> directory, so only a server that runs the
+# same ranks (another replica of the configuration) has a cache worth copying.
+_PER_INSTANCE_FLAGS = frozenset(
+    {
+        "--served-model-name",
+        "--port",
+        "--host",
+        "--data-parallel-address",
+        "--data-parallel-rpc-port",
+        "--kv-transfer-config",
+    }
+)
 
 
 def _sha256(value: Any) -> str:
@@ -112,6 +133,24 @@ def _command(instance: dict[str, Any]) -> list[str]:
     return ["sh", "-c", f"{shlex.join(start)} && exec {shlex.join(vllm)}"]
 
 
+def cache_key(image_id: str, args: list[Any], weights_manifest: str | None) -> str:
+    """The compile cache directory's name: the image, the serving configuration and the DP ranks (argv
+    without the per-server flags and ``--headless``), and the weights; 16 hex digits."""
+    conf: list[str] = []
+    skip = False
+    for arg in (str(a) for a in args):
+        if skip:
+            skip = False
+            continue
+        flag = arg.split("=", 1)[0]
+        if flag in _PER_INSTANCE_FLAGS:
+            skip = "=" not in arg
+            continue
+        if arg != "--headless":
+            conf.append(arg)
+    return _sha256({"image": image_id, "args": conf, "weights": weights_manifest})[:16]
+
+
 def vllm_serve_container(instance: dict[str, Any], opts: dict[str, Any]) -> dict[str, Any]:
     """community.docker.docker_container parameters of one serving instance, its release hash and record.
 
@@ -119,7 +158,8 @@ def vllm_serve_container(instance: dict[str, Any], opts: dict[str, Any]) -> dict
     mounts_rw), weights_host and weights_path (the weights directory on the host and in the command),
     shm_size, api_key_file (host path or None), api_key_mount, api_key_checksum, ifname (default
     HCCL/GLOO/TP_SOCKET_IFNAME of a multi-node member, or None), topology (the host_tuning fact's npus) and
-    allowed_cpus (the CPUs the host lets processes use) for the CPU affinity.
+    allowed_cpus (the CPUs the host lets processes use) for the CPU affinity, cache_dir (the host directory
+    of the compile caches, None: none mounted).
     """
     timeout_s = _startup_timeout_s(instance)
     devices = [int(d) for d in instance["devices"]]
@@ -136,6 +176,11 @@ def vllm_serve_container(instance: dict[str, Any], opts: dict[str, Any]) -> dict
     if opts.get("api_key_file"):
         volumes.append(f"{opts['api_key_file']}:{opts['api_key_mount']}:ro")
         env["VLLM_API_KEY_FILE"] = str(opts["api_key_mount"])
+    key = cache_key(opts["image_id"], instance["args"], opts.get("weights_manifest"))
+    if opts.get("cache_dir"):
+        volumes.append(f"{opts['cache_dir']}/{key}:{CACHE_MOUNT}")
+        for name, value in CACHE_ENV.items():
+            env.setdefault(name, value)
     command = _command(instance)
     params: dict[str, Any] = {
         "name": instance["container_name"],
@@ -156,6 +201,7 @@ def vllm_serve_container(instance: dict[str, Any], opts: dict[str, Any]) -> dict
         "env_sha256": _sha256(params["env"]),
         "weights_manifest_sha256": opts.get("weights_manifest"),
         "devices": devices,
+        "cache_key": key if opts.get("cache_dir") else None,
     }
     release = _sha256({"params": params, "record": record, "key": opts.get("api_key_checksum")})[:16]
     params["labels"] = {
@@ -177,16 +223,18 @@ def vllm_serve_container(instance: dict[str, Any], opts: dict[str, Any]) -> dict
     }
 
 
-def stale(results: list[dict[str, Any]]) -> list[str]:
+def stale(results: list[dict[str, Any]], heal: bool = False) -> list[str]:
     """Replicas (of docker_container_info loop results over the wanted containers) whose container here is
-    missing, not running, or runs another release."""
+    missing, not running, or runs another release. heal (`orchestrator heal`): missing or not running only;
+    a running container of another release is a change for an apply to roll, not a fault to heal."""
     out: list[str] = []
     for res in results:
         want = res["item"]
         ctr = res.get("container") or {}
         running = bool((ctr.get("State") or {}).get("Running"))
         labels = (ctr.get("Config") or {}).get("Labels") or {}
-        if not running or labels.get("io.ascend-orchestrator.release") != want["release"]:
+        other = labels.get("io.ascend-orchestrator.release") != want["release"]
+        if not running or (other and not heal):
             out.append(str(want["replica"]))
     return sorted(set(out))
 
@@ -231,6 +279,43 @@ def ready(replicas: list[dict[str, Any]], hostvars: Any) -> list[str]:
     ]
 
 
+def cache_items(
+    entries: list[dict[str, Any]], which: str | None = None, host: str | None = None
+) -> list[dict[str, str]]:
+    """[{host, key}] of the compile caches ``entries`` start with: wanted containers (``host``: this server)
+    or rollout members (their ``host``; ``which``: target or restore)."""
+    out: list[dict[str, str]] = []
+    for entry in entries:
+        release = entry.get(which) if which else entry
+        key = ((release or {}).get("record") or {}).get("cache_key")
+        where = host or entry.get("host")
+        item = {"host": str(where), "key": str(key)}
+        if key and where and item not in out:
+            out.append(item)
+    return out
+
+
+def cache_sources(results: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """[{host, key, peer}]: for each member whose compile cache is missing (stat loop results over
+    [member item, peer] pairs, item.0 = {host, key}, item.1 = peer), the first peer that has it."""
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    for res in results:
+        member, peer = res["item"][0], res["item"][1]
+        pair = (str(member["host"]), str(member["key"]))
+        if pair not in out and (res.get("stat") or {}).get("isdir"):
+            out[pair] = {"host": pair[0], "key": pair[1], "peer": str(peer)}
+    return list(out.values())
+
+
+def cache_keep(wanted: list[dict[str, Any]], records: dict[str, Any]) -> list[str]:
+    """Compile cache keys a server keeps: its wanted containers' and both releases of every record."""
+    keys = {w["record"].get("cache_key") for w in wanted}
+    for rec in records.values():
+        for which in ("current", "previous"):
+            keys.add(((rec or {}).get(which) or {}).get("cache_key"))
+    return sorted(k for k in keys if k)
+
+
 class FilterModule:
     def filters(self) -> dict[str, Any]:
         return {
@@ -241,4 +326,7 @@ class FilterModule:
             "vllm_serve_restart": restart,
             "vllm_serve_members": members,
             "vllm_serve_ready": ready,
+            "vllm_cache_items": cache_items,
+            "vllm_cache_sources": cache_sources,
+            "vllm_cache_keep": cache_keep,
         }
