@@ -480,8 +480,14 @@ def test_the_first_request_after_a_rollout_is_fast_only_with_warm_up(
     assert slow >= JIT_MS / 1000, slow  # every replica is fresh: whichever the router picks compiles
 
     warm = roll(sim, "jit-2", warmup=True)
+    # a2-03-a and a2-03-b share a2-03's compile cache (one configuration, the same ranks): the first one
+    # rolled there compiles every shape, the second finds them compiled (its warm-up is short)
+    first_on_server = {"mn", "a2-03-a"}
     for name, rep in warm["rollout"]["replicas"].items():
         (gate,) = [g for g in rep["gates"] if g["gate"] == "warmup"]
+        if name not in first_on_server:
+            assert gate["ok"], (name, gate)
+            continue
         # every shape of the set compiled once in the first round (but the short completion, which the
         # completion gate compiled before), then rounds until settled (or, on a busy machine, 5 rounds
         # within the budget)
