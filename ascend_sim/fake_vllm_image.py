@@ -27,6 +27,7 @@ PACKAGE_DIR = IMAGE_DIR / "fake_vllm"
 SERVER_MODULES: tuple[str, ...] = (
     "__init__.py",
     "api.py",
+    "capture.py",
     "cli.py",
     "compile_cache.py",
     "devices.py",

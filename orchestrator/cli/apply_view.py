@@ -16,7 +16,7 @@ from orchestrator.cli.output import say
 from orchestrator.runner.events import PhaseTracker
 from orchestrator.runner.messages import strip_ansi
 from orchestrator.runner.model import PhaseResult, PhaseStatus, Run
-from orchestrator.runner.rollout import gate_lines
+from orchestrator.runner.rollout import gate_lines, startup_line
 
 _STYLE = {"failed": "red", "unreachable": "magenta", "running": "cyan", "ok": "green", "waiting": "dim"}
 
@@ -52,13 +52,18 @@ class PlainProgress:
         self.say(f"== {phase}: {len(hosts)} host(s): {', '.join(hosts)}", "bold")
 
     def rollout(self, tracker: PhaseTracker, event: Mapping[str, Any]) -> None:
-        """The rollout's gates as they pass or fail (batch, replica, gate, seconds)."""
+        """The rollout's gates as they pass or fail (batch, replica, gate, seconds), and while a replica
+        starts, its phase (a gate call that returned before /health 200: Ansible retries it)."""
         data = event.get("event_data") or {}
         res = data.get("res")
         kinds = ("runner_on_ok", "runner_on_failed", "runner_item_on_ok", "runner_item_on_failed")
         if event.get("event") in kinds and isinstance(res, Mapping):
             for line in gate_lines(res):
                 self.say(f"{tracker.phase:<10} {line}", None if "FAILED" not in line else "red")
+        elif event.get("event") == "runner_retry" and isinstance(res, Mapping):
+            starting = startup_line(res)  # a replica that still starts: its phase from its log
+            if starting is not None:
+                self.say(f"{tracker.phase:<10} {starting}")
 
     def progress(self, tracker: PhaseTracker, event: Mapping[str, Any]) -> None:
         self.rollout(tracker, event)

@@ -80,3 +80,16 @@ def gate_lines(res: Mapping[str, Any]) -> list[str]:
                 f"{label}: gate {g.get('gate')} {state} ({float(g.get('seconds') or 0):.1f} s): {what}"
             )
     return out
+
+
+def startup_line(res: Mapping[str, Any]) -> str | None:
+    """The line of a vllm_gate call that returned while its replica still starts (progress_s), e.g.
+    'batch 1/2 replica r0: vllm-r0 starting for 95 s: loading weights: 74/163 shards (45%)'."""
+    if not res.get("pending"):
+        return None
+    label = str(res.get("label") or "replica")
+    container = f" {res['container']}" if res.get("container") else ""
+    return (
+        f"{label}:{container} starting for {float(res.get('waited_s') or 0):.0f} s: "
+        f"{res.get('progress') or 'no phase in its log yet'}"
+    )

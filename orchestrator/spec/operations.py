@@ -58,6 +58,16 @@ class Gates(SpecModel):
         le=3600,
         description="Seconds after the other gates before /health is checked again (catches early crashes).",
     )
+    progress_interval_s: int = Field(
+        30,
+        ge=0,
+        le=3600,
+        description=(
+            "Seconds between two progress lines while a replica starts: its phase from the container log "
+            "(loading weights n/N shards, compiling, capturing graphs, API server up), so a long start shows "
+            "it is alive. 0: no progress lines."
+        ),
+    )
     soak_batches: Literal["first", "all"] = Field(
         "first",
         description=(

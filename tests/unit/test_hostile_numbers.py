@@ -128,6 +128,7 @@ def _numeric_site() -> dict[str, object]:
             "latency_budget_s": 30.0,
             "drain_timeout_s": 60,
             "soak_s": 5,
+            "progress_interval_s": 30,
         },
         "warmup": {"long_prompt_tokens": 1024, "max_rounds": 5, "settle_ratio": 1.25},
     }

@@ -64,6 +64,7 @@ def serve_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "rollout_drain_timeout_s": g.drain_timeout_s,
         "rollout_soak_s": g.soak_s,
         "rollout_soak_batches": g.soak_batches,
+        "rollout_progress_interval_s": g.progress_interval_s,
         # a timeout the spec sets stands; else a restart's comes from the server's last start (its record)
         "rollout_startup_from_history": g.startup_timeout_s is None,
         "rollout_warmup": _warmup(plan),

@@ -20,6 +20,7 @@ phase from bare servers, then `--phases serve` applies of spec changes:
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from typing import Any
@@ -42,6 +43,9 @@ GATES = "  gates: {startup_timeout_s: 30, soak_s: 6, latency_budget_s: 10}\n"
 # vLLM's loader reads FAKE_VLLM_FS_TYPE where vLLM reads /proc/mounts), which the spec says with model.storage
 ROLLED = {"FAKE_VLLM_INIT_S": "1", "FAKE_VLLM_FS_TYPE": "nfs"}
 PREFETCH = "Prefetching checkpoint files into page cache started"
+# what a startup progress line may say (module_utils/vllm_startup.py)
+PHASES = ("loading", "prefetching", "weights loaded", "compiling", "compiled graphs", "graphs compiled")
+PHASES += ("capturing ACL graphs", "graphs captured", "API server", "starting (no phase")
 
 
 @pytest.fixture(scope="module")
@@ -155,6 +159,11 @@ def rolled(sim: Sim, deployed: dict[str, Any]) -> dict[str, Any]:
     assert text.count("\n  weights_path: ") == 1, text
     site.write_text(text.replace("\n  weights_path: ", "\n  storage: nfs\n  weights_path: "))
     set_env(sim, ROLLED)
+    # a progress line a second while a replica starts (its phase from the container log)
+    text = site.read_text()
+    assert text.count(GATES) == 1
+    progress = GATES.replace("latency_budget_s: 10}", "latency_budget_s: 10, progress_interval_s: 1}")
+    site.write_text(text.replace(GATES, progress))
     out = serve(sim)
     assert out["exit"] == 0, json.dumps(out)[-4000:] + out["stderr"][-3000:]
     return {"out": out, "after": containers(sim)}
@@ -217,6 +226,11 @@ def test_config_change_rolls_canary_first_then_batches_multinode_as_a_unit(
         rc, log = sh(sim, server, f"docker logs {name} 2>&1")
         assert rc == 0 and f"{PREFETCH} (in background, num_threads=8" in log, (server, log[-2000:])
         assert "Filesystem type for checkpoints: NFS." in log, (server, log[-2000:])
+    # while each replica started, apply printed its phase from the container log (progress_interval_s: 1)
+    starting = re.findall(r"replica (\S+): vllm-\S+ starting for \d+ s: (.+)", rolled["out"]["stderr"])
+    assert {name for name, _ in starting} == {"mn", "a2-03-a", "a2-03-b"}, rolled["out"]["stderr"][-3000:]
+    assert all(phase.startswith(PHASES) for _, phase in starting), starting
+    assert any(not phase.startswith("starting (no phase") for _, phase in starting), starting
     answers(sim)
 
 

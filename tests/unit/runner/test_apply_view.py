@@ -53,6 +53,30 @@ def test_plain_progress_prints_tasks_and_host_results_that_matter() -> None:
     ]
 
 
+def test_a_starting_replica_prints_its_phase_on_each_retry_of_its_gate() -> None:
+    """ansible-runner's runner_retry event of a vllm_gate call that returned pending (progress_s); a retry of
+    any other task prints nothing."""
+    con, buf = console()
+    view = PlainProgress(con)
+    tracker = PhaseTracker("serve")
+    pending = {
+        "pending": True,
+        "label": "new replica r0",
+        "container": "vllm-r0",
+        "waited_s": 30.2,
+        "progress": "capturing ACL graphs (mixed prefill-decode, PIECEWISE): 4/11",
+        "attempts": 1,
+    }
+    for res in (pending, {"attempts": 1, "msg": "not yet"}):
+        event = {"event": "runner_retry", "event_data": {"host": "a2-01", "task": "Gates", "res": res}}
+        tracker.handle(event)
+        view.progress(tracker, event)
+    assert buf.getvalue().splitlines() == [
+        "serve      new replica r0: vllm-r0 starting for 30 s: capturing ACL graphs (mixed prefill-decode, "
+        "PIECEWISE): 4/11"
+    ]
+
+
 def test_live_table_shows_tasks_done_current_task_and_host_states() -> None:
     tracker = PhaseTracker("host")
     for e in (

@@ -42,6 +42,7 @@ Environment:
   FAKE_VLLM_INIT_S                fixed engine start-up time in seconds (default 2)
   FAKE_VLLM_COMPILE_S             graph compile time of a cold start (default 1; a start that finds its
                                   graphs in $VLLM_CACHE_ROOT takes 5 % of it: compile_cache.py)
+  FAKE_VLLM_CAPTURE_S             ACL graph capture after the compile (default 0.2; capture.py)
   FAKE_VLLM_JIT_MS                first-request compile per shape (default 0: off; kept in $TRITON_CACHE_DIR)
   FAKE_VLLM_TOKEN_MS              time per generated token after the first (default 2)
   FAKE_VLLM_DP_HEARTBEAT_S, FAKE_VLLM_DP_CONNECT_TIMEOUT_S, FAKE_VLLM_DP_LOST_TIMEOUT_S   see dp.py
@@ -65,7 +66,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 
-from . import cli, compile_cache, devices, dp, kvconfig, model, pd, procs, rayexec, vlog
+from . import capture, cli, compile_cache, devices, dp, kvconfig, model, pd, procs, rayexec, vlog
 from .api import Service, make_handler
 from .engine import Generator
 from .faults import FaultSource
@@ -210,6 +211,10 @@ class Server:
             ranks = range(cfg.start_rank, cfg.start_rank + cfg.local_dp)
             compiled = digest is not None and compile_cache.compile_graphs(
                 self.env, cfg.raw, digest, self.stop, ranks
+            )
+            # the API server's ranks capture after their compile (the first rank prints the progress bar)
+            compiled = compiled and capture.capture_graphs(
+                self.env, cfg.raw, self.stop, show=not cfg.headless and cfg.start_rank == 0
             )
             if digest is None or not compiled:
                 return self._shutdown(0)

@@ -89,6 +89,18 @@ options:
     description: Log lines of I(container) returned on failure.
     type: int
     default: 50
+  progress_s:
+    description:
+      - Seconds after which a call whose health gate has not passed yet returns C(pending) with the startup
+        phase read from I(container)'s log (C(progress)) instead of waiting on; the task repeats the call
+        (C(until)) and the wait goes on from where it was (I(timeout_s) and the health gate's seconds count
+        from the first call, kept in I(state_dir)). 0 waits in one call.
+    type: float
+    default: 0
+  state_dir:
+    description: Host directory where a wait that spans calls keeps its start (see I(progress_s)).
+    type: path
+    default: /run/ascend-vllm-gate
 attributes:
   check_mode:
     support: full
@@ -117,6 +129,22 @@ sample:
   description: Per prompt the temperature-0 answer (text, tokens, top_logprobs per token).
   returned: success
   type: dict
+pending:
+  description: True when the call returned before the health gate passed (I(progress_s)); call again.
+  returned: always
+  type: bool
+progress:
+  description: The startup phase the container's log names, e.g. C(loading weights - 12/163 shards).
+  returned: when pending
+  type: str
+waited_s:
+  description: Seconds since the wait's first call (when pending).
+  returned: when pending
+  type: float
+container:
+  description: I(container), echoed back with C(progress) (when pending).
+  returned: when pending
+  type: str
 log_tail:
   description: The container's last log lines (on failure).
   returned: failure
@@ -125,40 +153,23 @@ log_tail:
 """
 
 import json
-import subprocess
 import time
 from typing import Any
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.ascend.npu.plugins.module_utils.docker_probe import (
+    container_id,
+    container_state,
+    log_tail,
+)
 from ansible_collections.ascend.npu.plugins.module_utils.http import http
+from ansible_collections.ascend.npu.plugins.module_utils.vllm_startup import Anchor, startup_phase
+
+PHASE_LOG_LINES = 400  # enough to reach back past a burst of warnings to the last phase line
 
 
-def container_state(name: str | None) -> str:
-    """ "running", or what the container is instead: a replica runs with restart policy unless-stopped, so
-    a crash during the gates shows as a restart, which fails them like an exit."""
-    if not name:
-        return "running"
-    proc = subprocess.run(
-        ["docker", "inspect", "-f", "{{.State.Status}} {{.RestartCount}} {{.State.ExitCode}}", name],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        return "missing"
-    status, restarts, code = [*proc.stdout.split(), "", "0", "0"][:3]
-    if restarts.isdigit() and int(restarts) > 0:
-        return f"{status} after {restarts} restart(s) (it exited with {code})"
-    return status
-
-
-def log_tail(name: str | None, lines: int) -> list[str]:
-    if not name:
-        return []
-    proc = subprocess.run(
-        ["docker", "logs", "--tail", str(lines), name], capture_output=True, text=True, check=False
-    )
-    return (proc.stdout + proc.stderr).splitlines()[-lines:]
+class Pending(Exception):
+    """The health gate has not passed when the call should return (progress_s)."""
 
 
 def lists_model(body: str, model: str) -> bool:
@@ -210,12 +221,17 @@ def compare(baseline: dict[str, Any], seen: dict[str, Any], tolerance: float) ->
 class Gates:
     """Runs the gates in order; ``results`` holds one entry per gate run."""
 
-    def __init__(self, p: dict[str, Any], key: str | None) -> None:
+    def __init__(self, p: dict[str, Any], key: str | None, t0: float | None = None) -> None:
         self.p = p
         self.key = key
         self.base = str(p["url"]).rstrip("/")
         self.results: list[dict[str, Any]] = []
         self.sample: dict[str, Any] = {}
+        # the health wait counts from t0 (wall clock: a first call's start, see Anchor), else from now
+        self.started = time.monotonic() - (time.time() - t0 if t0 is not None else 0.0)
+        progress = float(p.get("progress_s") or 0)
+        self.return_after = time.monotonic() + progress if progress > 0 else None
+        self.last_seen = ""
 
     def _record(self, gate: str, ok: bool, start: float, expected: str, seen: str) -> bool:
         self.results.append(
@@ -243,7 +259,7 @@ class Gates:
         )
 
     def _poll(self, gate: str, expected: str, deadline: float, probe: Any) -> bool:
-        start = time.monotonic()
+        start = self.started if gate == "health" else time.monotonic()
         last = "no answer yet"
         while True:
             state = container_state(self.p.get("container"))
@@ -256,6 +272,9 @@ class Gates:
                 return self._record(gate, True, start, expected, last)
             if time.monotonic() >= deadline:
                 return self._record(gate, False, start, expected, f"{last} after {self.p['timeout_s']} s")
+            if gate == "health" and self.return_after is not None and time.monotonic() >= self.return_after:
+                self.last_seen = last
+                raise Pending(last)
             time.sleep(float(self.p["interval_s"]))
 
     def health(self, deadline: float) -> bool:
@@ -328,7 +347,7 @@ class Gates:
         return self._record("soak", ok, start, f"still healthy after {self.p['soak_s']:g} s", seen)
 
     def run(self) -> bool:
-        deadline = time.monotonic() + int(self.p["timeout_s"])
+        deadline = self.started + int(self.p["timeout_s"])
         return (
             self.health(deadline)
             and self.models(deadline)
@@ -358,22 +377,50 @@ def main() -> None:
             "soak_s": {"type": "float", "default": 0},
             "label": {"type": "str", "default": ""},
             "log_lines": {"type": "int", "default": 50},
+            "progress_s": {"type": "float", "default": 0},
+            "state_dir": {"type": "path", "default": "/run/ascend-vllm-gate"},
         },
         supports_check_mode=True,
     )
     p = module.params
     if module.check_mode:
-        module.exit_json(changed=False, gates=[], sample={}, label=p["label"])
+        module.exit_json(changed=False, pending=False, gates=[], sample={}, label=p["label"])
     key = None
     if p["api_key_file"]:
         with open(p["api_key_file"], encoding="utf-8") as f:
             key = f.read().strip()
         module.no_log_values.add(key)
-    gates = Gates(p, key)
-    if gates.run():
-        module.exit_json(changed=False, gates=gates.results, sample=gates.sample, label=p["label"])
+    progress = float(p["progress_s"] or 0)
+    ident = container_id(p.get("container")) or p["url"]
+    # a wait that spans calls: the next call resumes within a few of its own lengths, else it starts anew
+    key_name = (p.get("container") or p["url"]) if progress > 0 else None
+    anchor = Anchor(p["state_dir"], key_name, ident, 3 * progress + 60)
+    gates = Gates(p, key, anchor.t0)
+    try:
+        passed = gates.run()
+    except Pending:
+        anchor.keep(ident)
+        waited = round(time.time() - anchor.t0, 1)
+        phase = startup_phase(log_tail(p.get("container"), PHASE_LOG_LINES))
+        phase = phase or "starting (no phase in its log yet)"
+        module.exit_json(
+            changed=False,
+            pending=True,
+            progress=phase,
+            waited_s=waited,
+            container=p.get("container") or "",
+            gates=[],
+            label=p["label"],
+            msg=f"{p['label'] or p['url']}: starting for {waited:.0f} s: {phase} ({gates.last_seen})",
+        )
+    anchor.done()
+    if passed:
+        module.exit_json(
+            changed=False, pending=False, gates=gates.results, sample=gates.sample, label=p["label"]
+        )
     bad = gates.results[-1]
     module.fail_json(
+        pending=False,
         msg=f"{p['label'] or p['url']}: gate {bad['gate']} failed: expected {bad['expected']}, "
         f"seen {bad['seen']}",
         gates=gates.results,
