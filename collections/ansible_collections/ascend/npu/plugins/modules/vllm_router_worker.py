@@ -17,8 +17,8 @@ description:
     stops answering C(/metrics), or I(drain_timeout_s) passed (the rollout replaces it either way).
   - I(state=present) adds it unless it is listed, then waits until C(/list_workers) lists it (fails after
     I(listed_timeout_s)).
-  - A router that does not answer C(/list_workers) changes nothing and returns C(answered=false), as before the
-    gateway phase ever ran (nothing to drain).
+  - A router that does not answer C(/list_workers) changes nothing and returns C(answered=false), as
+    before the gateway phase ever ran (nothing to drain).
   - In check mode it only lists, and says whether it would change.
 options:
   gateway_url:
