@@ -41,7 +41,7 @@ CONTAINERS = {"a2-01": ["vllm-mn"], "a2-02": ["vllm-mn"], "a2-03": ["vllm-a2-03-
 GATES = "  gates: {startup_timeout_s: 30, soak_s: 6, latency_budget_s: 10}\n"
 # the config change: a slower init, and the weights on NFS (the simulated servers mount them as NFS: the fake
 # vLLM's loader reads FAKE_VLLM_FS_TYPE where vLLM reads /proc/mounts), which the spec says with model.storage
-ROLLED = {"FAKE_VLLM_INIT_S": "1", "FAKE_VLLM_FS_TYPE": "nfs"}
+ROLLED = {"FAKE_VLLM_INIT_S": "2", "FAKE_VLLM_FS_TYPE": "nfs"}
 PREFETCH = "Prefetching checkpoint files into page cache started"
 # what a startup progress line may say (module_utils/vllm_startup.py)
 PHASES = ("loading", "prefetching", "weights loaded", "compiling", "compiled graphs", "graphs compiled")
@@ -203,7 +203,7 @@ def test_config_change_rolls_canary_first_then_batches_multinode_as_a_unit(
     before, after = deployed["first"], rolled["after"]
     for key, c in after.items():
         assert c["running"] and c["started"] != before[key]["started"], key
-        assert c["release"] != before[key]["release"] and c["env"]["FAKE_VLLM_INIT_S"] == "1", key
+        assert c["release"] != before[key]["release"] and c["env"]["FAKE_VLLM_INIT_S"] == "2", key
     # the multi-node replica rolls as a unit on its head: both members started in batch 1, before a2-03's
     assert max(after["a2-01/vllm-mn"]["started"], after["a2-02/vllm-mn"]["started"]) < min(
         after["a2-03/vllm-a2-03-a"]["started"], after["a2-03/vllm-a2-03-b"]["started"]

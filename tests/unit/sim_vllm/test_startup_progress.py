@@ -92,12 +92,15 @@ def test_a_gate_returns_pending_while_the_server_starts_and_the_next_call_goes_o
         ["serve", str(checkpoints["a"]), "--served-model-name", "sim"], FAKE_VLLM_INIT_S="1.5"
     )
     assert proc.port is not None
-    p = params(proc.port, progress_s=0.3, smoke_prompts=1)
+    # a poll interval longer than progress_s: the call still returns on time
+    p = params(proc.port, progress_s=0.3, smoke_prompts=1, interval_s=5.0)
     state = str(tmp_path / "state")
     first = Anchor(state, p["url"], "same", fresh_s=60)
     assert not first.resumed
+    t0 = time.monotonic()
     with pytest.raises(g.Pending):
         g.Gates(p, None, first.t0).run()
+    assert time.monotonic() - t0 < 1.5
     first.keep("same")
     calls = 1
     while True:  # as Ansible's until loop calls the module again

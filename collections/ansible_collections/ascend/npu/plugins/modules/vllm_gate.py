@@ -272,10 +272,14 @@ class Gates:
                 return self._record(gate, True, start, expected, last)
             if time.monotonic() >= deadline:
                 return self._record(gate, False, start, expected, f"{last} after {self.p['timeout_s']} s")
-            if gate == "health" and self.return_after is not None and time.monotonic() >= self.return_after:
-                self.last_seen = last
-                raise Pending(last)
-            time.sleep(float(self.p["interval_s"]))
+            pause = float(self.p["interval_s"])
+            if gate == "health" and self.return_after is not None:
+                if time.monotonic() >= self.return_after:
+                    self.last_seen = last
+                    raise Pending(last)
+                # on time, whatever the poll interval
+                pause = min(pause, max(self.return_after - time.monotonic(), 0.05))
+            time.sleep(pause)
 
     def health(self, deadline: float) -> bool:
         def probe() -> tuple[bool, str]:
