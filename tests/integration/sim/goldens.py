@@ -180,6 +180,21 @@ def _status(url: str) -> int:
         return 0
 
 
+def serving_state(sim: Sim) -> str:
+    """What each NPU server's Docker says of its containers, and the last log lines of each: for the message
+    of a restore whose replicas did not come back (the fixture tears the cluster down before anyone looks)."""
+    group_vars = sim.root / "inventories" / sim.name / "group_vars" / "all.yml"
+    replicas = yaml.safe_load(group_vars.read_text(encoding="utf-8")).get("rollout_replicas") or []
+    servers = sorted({str(m) for r in replicas for m in r.get("members") or []})
+    out = []
+    for server in servers:
+        script = "docker ps -a --format '{{.Names}} {{.Status}}'; for c in $(docker ps -aq); do "
+        script += "echo \"--- $(docker inspect -f '{{.Name}}' $c)\"; docker logs --tail 15 $c 2>&1; done"
+        rc, text = sh(sim, server, script)
+        out.append(f"=== {server} (rc {rc})\n{text[-4000:]}")
+    return "\n".join(out)
+
+
 def wait_replicas(sim: Sim, timeout_s: float = HEALTH_TIMEOUT_S) -> dict[str, int]:
     """Every replica's /health, polled until all answer 200 or the time is up; the last status of each."""
     urls = replica_health_urls(sim)
@@ -267,7 +282,9 @@ def module_golden(factory: pytest.TempPathFactory, key: str, *, after_restore: b
         try:
             if golden.serves:
                 health = wait_replicas(sim)
-                assert set(health.values()) == {200}, f"golden {key} restored, replicas not healthy: {health}"
+                if set(health.values()) != {200}:
+                    state = serving_state(sim)
+                    pytest.fail(f"golden {key} restored, replicas not healthy: {health}\n{state}")
             timed(key, "restore", started)
             if golden.after_restore and after_restore:
                 started = time.monotonic()
