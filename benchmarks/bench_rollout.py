@@ -6,7 +6,7 @@ Prints, from the run's `rollout` summary (orchestrator/runner/rollout.py):
 - rollout wall time / sum of the replicas' ready times (start to /health 200), goal <= 1.10, and the same
   without the warm-ups (rollout.warmup: the model's compile time, not ours);
 - per replica, /health 200 to the gates passed (models, completion, accuracy, gateway; the soak apart),
-  goal <= one poll interval (rollout.gates.health_interval_s, `--poll-s`, default 10);
+  goal <= one poll interval (rollout.gates.health_interval_s, `--poll-s`, default 2);
 - requests failed during the rollout: not measured here (the under-load test drives a load generator
   through the gateway).
 Exit 1 with --strict when a goal is missed.
@@ -23,7 +23,7 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_json", type=Path)
-    ap.add_argument("--poll-s", type=float, default=10.0)
+    ap.add_argument("--poll-s", type=float, default=2.0)
     ap.add_argument("--strict", action="store_true")
     args = ap.parse_args(argv)
     run = json.loads(args.run_json.read_text(encoding="utf-8"))

@@ -19,7 +19,15 @@ class Gates(SpecModel):
         le=86400,
         description="Max wait for /health after start; default derived from weight size.",
     )
-    health_interval_s: int = Field(10, ge=1, le=3600)
+    health_interval_s: int = Field(
+        2,
+        ge=1,
+        le=3600,
+        description=(
+            "Seconds between two /health polls while a replica starts and while a heal waits for a running "
+            "head (at most this long between /health 200 and the next gate)."
+        ),
+    )
     weights_read_mb_s: int = Field(
         1000,
         ge=10,
@@ -37,7 +45,15 @@ class Gates(SpecModel):
         description="Max relative deviation of reference logprobs vs the previous release.",
     )
     max_error_rate: float = Field(
-        0.0, ge=0, le=1, allow_inf_nan=False, description="Smoke-test error rate that fails the gate."
+        0.0,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description=(
+            "Share of the smoke completions that may fail (an HTTP error, an empty answer, over "
+            "latency_budget_s) before the completion gate fails; 0: any failure fails it. An answer that "
+            "differs from the previous release's always fails it."
+        ),
     )
     latency_budget_s: float = Field(
         30.0,

@@ -59,6 +59,8 @@ def serve_vars(spec: SiteSpec, plan: SitePlan) -> dict[str, Any]:
         "vllm_serve_api_key_ref": spec.serving.api_key,
         "rollout_auto_rollback": spec.rollout.auto_rollback,
         "rollout_smoke_prompts": g.smoke_prompts,
+        "rollout_max_error_rate": g.max_error_rate,
+        "vllm_serve_ready_interval_s": g.health_interval_s,
         "rollout_accuracy_tolerance": g.accuracy_tolerance,
         "rollout_latency_budget_s": g.latency_budget_s,
         "rollout_drain_timeout_s": g.drain_timeout_s,

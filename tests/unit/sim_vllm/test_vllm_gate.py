@@ -187,3 +187,62 @@ def test_a_restart_of_the_container_is_not_running(
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
     assert g.container_state("vllm-r1") == state
     assert g.container_state(None) == "running"  # a local process: nothing to inspect
+
+
+def test_the_error_budget_of_the_completion_gate_against_a_slow_release(
+    sandbox: Sandbox, checkpoints: dict[str, Path], baseline: Any
+) -> None:
+    """Every completion of a release 0.4 s slower than a 0.2 s latency budget fails:
+    rollout.gates.max_error_rate decides how many of the 3 smoke completions may."""
+    proc = sandbox.start(
+        ["serve", str(checkpoints["a"]), "--served-model-name", "sim"], FAKE_VLLM_SLOW_MS="400"
+    )
+    assert proc.port is not None
+
+    def completion(rate: float) -> dict[str, Any]:
+        gates = g.Gates(
+            params(proc.port, baseline=baseline, smoke_prompts=3, latency_budget_s=0.2, max_error_rate=rate),
+            None,
+        )
+        gates.run()
+        (result,) = [r for r in gates.results if r["gate"] == "completion"]
+        return result
+
+    strict = completion(0.0)  # the default: the first failure fails the gate, and nothing more is sent
+    assert not strict["ok"] and strict["seen"].endswith("s for 'The capital of France is'"), strict
+    assert strict["expected"] == "tokens within 0.2 s, the baseline's text"
+    one = completion(0.5)  # 1 of 3 may fail: the second failure fails the gate
+    assert not one["ok"] and one["seen"].startswith("2 of 3 failed, first: "), one
+    assert one["expected"].endswith("at most 1 of 3 failed (max_error_rate 0.5)")
+    every = completion(1.0)
+    assert every["ok"] and every["seen"].startswith("3 of 3 failed, within the error budget; first: "), every
+
+
+def scripted(answers: list[tuple[int, str]], rate: float, baseline: dict[str, Any] | None = None) -> g.Gates:
+    """A completion gate whose completions answer ``answers`` in turn (no server)."""
+    gates = g.Gates(params(1, smoke_prompts=len(answers), max_error_rate=rate, baseline=baseline), None)
+    replies = iter(answers)
+    gates._complete = lambda prompt, logprobs: next(replies)  # type: ignore[method-assign]
+    gates.completion()
+    return gates
+
+
+OK = (200, json.dumps({"choices": [{"text": " Paris", "logprobs": None}]}))
+DOWN = (503, "Service Unavailable")
+
+
+def test_the_error_budget_is_a_floor_of_the_share() -> None:
+    # 1 of 3 failed: a budget of 0.34 takes it (floor(1.02) = 1), 0.33 does not (floor(0.99) = 0)
+    passed = scripted([OK, DOWN, OK], 0.34).results[-1]
+    first = "first: HTTP 503: Service Unavailable"
+    assert passed["ok"] and passed["seen"] == f"1 of 3 failed, within the error budget; {first}"
+    failed = scripted([OK, DOWN, OK], 0.33).results[-1]
+    assert not failed["ok"] and failed["seen"] == "HTTP 503: Service Unavailable"
+    assert scripted([OK, OK, OK], 0.0).results[-1]["seen"] == "answers as expected"
+
+
+def test_an_answer_other_than_the_baselines_is_never_in_the_budget() -> None:
+    base = {p: {"text": " Paris"} for p in PROMPTS}
+    other = (200, json.dumps({"choices": [{"text": " Lyon", "logprobs": None}]}))
+    result = scripted([OK, other, OK], 1.0, base).results[-1]
+    assert not result["ok"] and "' Lyon'" in result["seen"] and "baseline" in result["seen"], result
