@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.helpers import PATIENCE_S, ROOT
 
 ENTRY = ROOT / "roles/gateway/files/vllm-router/vllm-router-entry.py"
 PINNED = "0.1.17"  # orchestrator/spec/gateway.py DEFAULT_ROUTER_VERSION; pyproject.toml dev extra
@@ -117,8 +117,10 @@ class Router:
             self.proc = subprocess.Popen(self.argv(), stdout=out, stderr=subprocess.STDOUT, env=env)
         return self
 
-    def wait(self, path: str = "/liveness", timeout: float = 15, want: int = 200) -> float:
-        """Seconds until `path` answers `want`; fails with the router's log when it does not."""
+    def wait(self, path: str = "/liveness", timeout: float = PATIENCE_S, want: int = 200) -> float:
+        """Seconds until `path` answers `want`; fails with the router's log when it does not. The bound is the
+        test bed's patience: a router started beside the integration tests' clusters once took over 15 s to
+        answer /readiness, and a wait ends as soon as the answer comes."""
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout:
             if self.exited() is not None:
