@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import types
 import typing
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -99,7 +98,8 @@ def test_every_rollout_gate_setting_reaches_the_rendered_inventory(field: str) -
 
 def test_health_interval_and_error_budget_as_the_serve_role_reads_them() -> None:
     data = load_example("a2-fleet-gateway")
-    data["rollout"] = {**(data.get("rollout") or {}), "gates": {"health_interval_s": 7, "max_error_rate": 0.25}}
+    gates = {"health_interval_s": 7, "max_error_rate": 0.25}
+    data["rollout"] = {**(data.get("rollout") or {}), "gates": gates}
     all_vars = _rendered(data)["group_vars/all.yml"]
     assert (all_vars["vllm_serve_ready_interval_s"], all_vars["rollout_max_error_rate"]) == (7, 0.25)
     tasks = (ROOT / "roles/vllm_serve/tasks/rollout_gates.yml").read_text(encoding="utf-8")
