@@ -118,10 +118,16 @@ def snapshot(sim: Sim) -> dict[str, Any]:
     kernel's counters, e.g. fs.dentry-state, move on their own)."""
     out: dict[str, Any] = {}
     for h in HOSTS:
-        first, second = sysctls(sim, h), sysctls(sim, h)
+        reads = [sysctls(sim, h), sysctls(sim, h)]
+        # a loaded CI machine once returned a read without vm.swappiness: read on until two reads hold it
+        while sum("vm.swappiness" in r for r in reads) < 2 and len(reads) < 5:
+            reads.append(sysctls(sim, h))
+        held = [r for r in reads if "vm.swappiness" in r]
+        first, second = held[:2] if len(held) >= 2 else reads[:2]
         stable = {k: v for k, v in first.items() if second.get(k) == v}
         out[h] = {"files": sim.exec(h, FILES), "live": sim.exec(h, LIVE), "sysctl": stable}
-        assert out[h]["files"].count("\n") > 100 and "vm.swappiness" in stable, out[h]["files"][:500]
+        assert out[h]["files"].count("\n") > 100, out[h]["files"][:500]
+        assert "vm.swappiness" in stable, [(len(r), r.get("vm.swappiness")) for r in reads]
     return out
 
 

@@ -347,7 +347,6 @@ class Server:
                 f"[Errno {exc.errno}] error while attempting to bind on address "
                 f"('{host}', {cfg.port}): {exc.strerror}",
             )
-        threading.Thread(target=self.httpd.serve_forever, name="http", daemon=True).start()
         vlog.info("api_server.py:1971", f"Starting vLLM API server 0 on http://{host}:{cfg.port}")
         vlog.info("launcher.py:36", "Available routes are:")
         for route in ROUTES:
@@ -356,6 +355,9 @@ class Server:
         vlog.uvicorn(f"Started server process [{os.getpid()}]")
         vlog.uvicorn("Waiting for application startup.")
         vlog.uvicorn("Application startup complete.")
+        # served only after uvicorn's start-up lines, as uvicorn does: a client that sees 200 on /health
+        # finds "Application startup complete." in the log
+        threading.Thread(target=self.httpd.serve_forever, name="http", daemon=True).start()
         healthy_at: list[float] = []
 
         def since() -> float | None:
