@@ -6,6 +6,9 @@ applied):
   Docker reports for the running container, no request running, no gateway;
 - two slow completions in flight show as 2 requests running (vllm:num_requests_running);
 - a replica whose /health answers 503 is reported unhealthy, exit 3;
+- the collection as built and installed offline (tests/galaxy.py), its site playbook run by FQCN with
+  nothing pointing at the checkout: it repairs a hand-edited sysctl file and a stopped replica, and a second
+  run changes nothing;
 - every phase tag runs alone with plain ansible-playbook (docs/playbooks.md), in apply and in check mode,
   and changes nothing on the served server;
 - `orchestrator drift`: every phase in sync after the apply (exit 0); a replica whose /health answers 503 is
@@ -23,15 +26,17 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from orchestrator.cli import exits
+from tests import galaxy
 from tests.integration.sim import goldens
 from tests.integration.sim.serving_helpers import sh
-from tests.integration.sim.sim_helpers import BIN, ENV, REPO, Sim, ansible_playbook, recap
+from tests.integration.sim.sim_helpers import BIN, ENV, REPO, Sim, ansible_playbook, recap, site_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.xdist_group(goldens.group("s1"))]
 
@@ -63,6 +68,53 @@ def replica_container(sim: Sim) -> str:
     hv = yaml.safe_load((sim.root / "inventories" / sim.name / "host_vars" / f"{SERVER}.yml").read_text())
     name: str = hv["vllm_serve_instances"][0]["container_name"]
     return name
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ascend.npu built by `ansible-galaxy collection build` and installed offline from the tarball."""
+    tmp = tmp_path_factory.mktemp("collection")
+    return galaxy.install(galaxy.build(tmp / "build"), tmp / "installed")
+
+
+def by_fqcn(cluster: Sim, installed: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`ansible-playbook -i inventories/<site>/hosts.yml ascend.npu.site` from the project root with the
+    rendered ansible.cfg, the installed copy the only ascend.npu and no roles path: the checkout is out."""
+    inventory = f"inventories/{cluster.name}/hosts.yml"
+    env = galaxy.clean_env(
+        **site_config(cluster.root, inventory),
+        ANSIBLE_COLLECTIONS_PATH=str(installed.parents[2]),
+        ANSIBLE_ROLES_PATH=str(installed.parents[3]),  # holds no role
+        LANG="C.UTF-8",
+        LC_ALL="C.UTF-8",
+    )
+    argv = [str(BIN / "ansible-playbook"), "-i", inventory, "ascend.npu.site", *args]
+    return subprocess.run(
+        argv, cwd=cluster.root, env=env, capture_output=True, text=True, timeout=900, check=False
+    )
+
+
+def test_the_installed_collection_converges_by_fqcn_and_a_second_run_changes_nothing(
+    cluster: Sim, served: dict[str, Any], installed: Path
+) -> None:
+    sysctl_file = "/etc/sysctl.d/90-ascend-orchestrator.conf"
+    container = replica_container(cluster)
+    _rc, want = sh(cluster, SERVER, f"sha256sum {sysctl_file}")
+    sh(cluster, SERVER, f"sed -i 's/^vm.swappiness.*/vm.swappiness = 33/' {sysctl_file}")
+    assert sh(cluster, SERVER, f"sha256sum {sysctl_file}")[1] != want
+    assert sh(cluster, SERVER, f"docker stop {container}")[0] == 0
+    first = by_fqcn(cluster, installed)
+    stats = recap(first.stdout)
+    assert first.returncode == 0 and stats[SERVER]["failed"] == 0, first.stdout[-4000:] + first.stderr[-2000:]
+    assert stats[SERVER]["changed"] > 0, stats
+    assert re.search(r"(?m)^TASK \[ascend\.npu\.host_tuning : ", first.stdout)  # the collection's roles
+    assert sh(cluster, SERVER, f"sha256sum {sysctl_file}")[1] == want
+    assert sh(cluster, SERVER, f"docker inspect -f '{{{{.State.Running}}}}' {container}")[1].strip() == "true"
+    rc, doc = status(cluster)
+    assert rc == exits.OK and [r["healthy"] for r in doc["replicas"]] == [True], doc
+    second = by_fqcn(cluster, installed)
+    assert second.returncode == 0, second.stdout[-4000:] + second.stderr[-2000:]
+    assert {h: s["changed"] for h, s in recap(second.stdout).items()} == {SERVER: 0}, second.stdout[-4000:]
 
 
 PHASES = [
