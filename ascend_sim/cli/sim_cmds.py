@@ -383,6 +383,14 @@ def f_clear(server: ServerArg, name: NameOpt = DEFAULT_NAME) -> None:
     _fault(name, server, faults_doctor.clear_everything)
 
 
+@sim_app.command()
+def worker(server: ServerArg, name: NameOpt = DEFAULT_NAME) -> None:
+    """Make a simulated server an ansible-runner worker for `orchestrator apply --worker`."""
+    from ascend_sim import worker as sim_worker
+
+    console().print(_run(lambda: sim_worker.install(_root(), name, server)), markup=False)
+
+
 def _register_snapshot() -> None:
     from ascend_sim.cli.sim_snapshot_cmds import snapshot_app
 

@@ -35,6 +35,7 @@ from orchestrator.cli.output import DEFAULT_MAX_FINDINGS, console
 from orchestrator.cli.reach import reach_lines
 from orchestrator.cli.site_run import FromPhase, Limit, Phases, SiteRun, ansible_content, select_phases
 from orchestrator.cli.sites import project_root
+from orchestrator.cli.worker_opt import WorkerOption, parse_worker
 from orchestrator.history.lock import SiteLock
 from orchestrator.history.record import recorded_run
 from orchestrator.runner.apply import ApplyRequest, PhaseChoice, apply
@@ -90,6 +91,7 @@ def apply_command(
             "changed since their last verification).",
         ),
     ] = False,
+    worker: WorkerOption = None,
     fmt: FormatOption = Format.table,
     max_spec_size: MaxSpecSize = DEFAULT_MAX_BYTES,
     max_findings: MaxFindings = DEFAULT_MAX_FINDINGS,
@@ -106,6 +108,7 @@ def apply_command(
     selected, explicit = select_phases(phases, from_phase, code)
     site_run = SiteRun.of(site, root, code, load(site, max_spec_size, max_findings), limit)
     site_run.require_controller(selected, err)
+    remote = parse_worker(worker, site_run.spec)
     run_id = new_run_id()
     with hold_site_lock(root, site_run.spec.site, run_id, "apply", err) as lock:
         render_into(site_run.result, site_run.inventory_dir)
@@ -118,6 +121,7 @@ def apply_command(
             check=check,
             explicit=explicit,
             extra_vars={"model_weights_verify_full": True} if verify_weights else {},
+            worker=remote,
         )
         run_and_report(req, fmt, err, kind="apply", lock=lock, spec_file=site_run.spec_file)
 

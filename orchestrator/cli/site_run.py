@@ -17,6 +17,7 @@ from orchestrator.planning.phases import PHASE_NAMES, plan_phases
 from orchestrator.render.groups import group_members
 from orchestrator.runner.apply import ApplyRequest, PhaseChoice
 from orchestrator.runner.project import Content, ContentMissing, content, not_implemented_message
+from orchestrator.runner.remote import Worker
 from orchestrator.spec.site import SiteSpec
 from orchestrator.validation import ValidationResult
 
@@ -163,6 +164,7 @@ class SiteRun:
         check: bool,
         explicit: bool,
         extra_vars: Mapping[str, Any] | None = None,
+        worker: Worker | None = None,
     ) -> ApplyRequest:
         return ApplyRequest(
             site=self.spec.site,
@@ -176,4 +178,5 @@ class SiteRun:
             check=check,
             explicit_phases=explicit,
             extra_vars=dict(extra_vars or {}),
+            worker=worker,
         )

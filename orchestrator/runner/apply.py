@@ -27,6 +27,7 @@ from orchestrator.runner.events import PhaseTracker
 from orchestrator.runner.job import JobSpec, run_job
 from orchestrator.runner.model import PhaseResult, PhaseStatus, Run
 from orchestrator.runner.project import Content, facts_dir, new_run_dir, new_run_id, not_implemented_message
+from orchestrator.runner.remote import Worker
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class ApplyRequest:
     check: bool
     explicit_phases: bool  # --phases was given (the resume command keeps to those phases)
     extra_vars: Mapping[str, Any] = field(default_factory=dict)  # e.g. --verify-weights
+    worker: Worker | None = None  # --worker: every job on this ansible-runner worker
 
 
 class Observer(Protocol):
@@ -90,6 +92,8 @@ def resume_command(req: ApplyRequest, run: Run) -> str | None:
         argv += ["--limit", limit]
     if req.check:
         argv.append("--check")
+    if req.worker is not None:
+        argv += ["--worker", f"{req.worker.user}@{req.worker.host}:{req.worker.port}"]
     return " ".join(shlex.quote(a) for a in argv)
 
 
@@ -132,6 +136,7 @@ def apply(req: ApplyRequest, observer: Observer, cancel: Cancel, run_id: str | N
                 check=req.check,
                 extra_vars=req.extra_vars,
                 flush_facts=not any(r.artifacts for r in run.phases),
+                worker=req.worker,
             )
             result = run_job(job, on_event=observer.progress, cancel=cancel)
             result.excluded = left_out

@@ -130,6 +130,10 @@ class PhaseTracker:
         elif live.state not in ("failed", "unreachable"):
             live.state = "ok"
 
+    def note_output(self, text: str) -> None:
+        """Lines from outside the playbook (a remote worker's SSH session) for the failure message."""
+        self._output = (self._output + text.splitlines())[-OUTPUT_TAIL:]
+
     def output_tail(self) -> str:
         return tail("\n".join(self._output), OUTPUT_TAIL)
 

@@ -30,6 +30,14 @@ from orchestrator.runner.cancel import GRACE_S, Cancel, GracefulStop
 from orchestrator.runner.events import PhaseTracker
 from orchestrator.runner.model import PhaseResult
 from orchestrator.runner.project import Content
+from orchestrator.runner.remote import (
+    COLLECTION,
+    Worker,
+    referenced_env,
+    remote_environment,
+    stage,
+    stream_job,
+)
 
 POLL_S = 0.2
 """How often ansible-runner checks the cancel flag (its pexpect timeout)."""
@@ -46,6 +54,7 @@ class JobSpec:
     check: bool = False
     flush_facts: bool = False  # the run's first job: gather facts fresh (the later jobs reuse them)
     extra_vars: Mapping[str, Any] = field(default_factory=dict)  # -e (JSON), e.g. --verify-weights
+    worker: Worker | None = None  # run on this ansible-runner worker (remote.py); None: here
 
 
 def cmdline(spec: JobSpec) -> str | None:
@@ -113,6 +122,8 @@ def run_job(
             scrub_command_file(artifact_dir, env)
 
     started = time.monotonic()
+    if spec.worker is not None:
+        return _run_remote(spec, spec.worker, tracker, handle, cancel, env, started)
     runner = ansible_runner.run(
         private_data_dir=str(spec.private_dir),
         ident=spec.phase,
@@ -133,5 +144,39 @@ def run_job(
     # a playbook that stopped on our SIGINT exits by itself: runner.canceled stays False
     canceled = cancel.requested or bool(getattr(runner, "canceled", False)) or runner.status == "canceled"
     result = tracker.result(canceled=canceled, rc=runner.rc, seconds=time.monotonic() - started)
+    result.artifacts = str(spec.private_dir)
+    return result
+
+
+def _run_remote(
+    spec: JobSpec,
+    worker: Worker,
+    tracker: PhaseTracker,
+    handle: Callable[[dict[str, Any]], bool],
+    cancel: Cancel,
+    env: dict[str, str],
+    started: float,
+) -> PhaseResult:
+    """The same job through `transmit | ssh worker ansible-runner worker | process` (remote.py): the same
+    events reach the same tracker; the artifacts land in the same private data dir."""
+    stage(spec.private_dir, spec.content.collections, spec.inventory_dir)
+    site = spec.inventory_dir.name
+    kwargs: dict[str, Any] = {
+        "ident": spec.phase,
+        # absolute under the private dir: ansible-runner makes them relative for the worker
+        "playbook": str(spec.private_dir / "project" / COLLECTION / "playbooks" / f"{spec.phase}.yml"),
+        "inventory": str(spec.private_dir / "inventory" / "hosts.yml"),
+        "limit": ",".join(spec.limit),
+        "cmdline": cmdline(spec),
+        "envvars": remote_environment(env, site, referenced_env(spec.inventory_dir)),
+        "suppress_env_files": True,
+        "fact_cache_type": "orchestrator",
+        "settings": {"suppress_ansible_output": True},
+    }
+    rc, said = stream_job(worker, spec.private_dir, kwargs, event_handler=handle, cancel=cancel)
+    scrub_command_file(spec.private_dir / "artifacts" / spec.phase, remote_environment(env, site, {}))
+    if said and tracker.stats is None:  # the job never ran: ssh's own words say why
+        tracker.note_output(f"worker {worker}: {said}")
+    result = tracker.result(canceled=cancel.requested, rc=rc, seconds=time.monotonic() - started)
     result.artifacts = str(spec.private_dir)
     return result
