@@ -1,7 +1,7 @@
 # Copyright: ascend-orchestrator contributors
 # Apache-2.0 (see the repository's pyproject.toml)
 """One HTTP request of the serving gates (vllm_gate, vllm_pd_roundtrip) to a vLLM API server through
-Ansible's own client (ansible.module_utils.urls.open_url, as ansible-test's replace-urlopen check asks):
+Ansible's own client (ansible.module_utils.urls.open_url, as ansible-test's sanity tests ask):
 JSON body, bearer key, optional X-Request-Id; (status, body text), status 0 when nothing answered (the text
 says why)."""
 
