@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,25 @@ GIVEN = {
     "ascend_awx_ee_image": "registry.example/ascend-orchestrator-ee:0.1.0",
 }
 TEMPLATES = {"plan", "host layer", "weights", "rollout", "rollback", "drift", "doctor"}
+PLAYBOOKS = "collections/ansible_collections/ascend/npu/playbooks"
+# how AWX finds a project's playbooks (awx/main/models/projects.py: os.walk without following links;
+# awx/main/utils/ansible.py: skip_directory, could_be_playbook's valid_playbook_re)
+AWX_PLAYBOOK_LINE = re.compile(r"^\s*?-?\s*?(?:hosts|include|import_playbook):\s*?.*?$")
+AWX_SKIPPED = {"roles", "tasks", "group_vars", "host_vars"}
+
+
+def awx_lists(relative: str) -> bool:
+    """Would AWX offer this project file as a playbook?"""
+    path = ROOT / relative
+    parts = Path(relative).parent.parts
+    if path.resolve() != path or AWX_SKIPPED & set(parts) or any(p.startswith(".") for p in parts):
+        return False
+    return any(AWX_PLAYBOOK_LINE.match(line) for line in path.read_text(encoding="utf-8").splitlines())
+
+
+def test_awx_lists_the_phase_playbooks_and_not_through_the_root_links() -> None:
+    assert awx_lists(f"{PLAYBOOKS}/site.yml") and awx_lists(f"{PLAYBOOKS}/serve.yml")
+    assert not awx_lists("playbooks/site.yml")  # the link at the root: AWX does not follow it
 
 
 def run(url: str, extra: dict[str, Any]) -> subprocess.CompletedProcess[str]:
@@ -77,10 +97,11 @@ def test_job_templates_slice_the_host_layer_only_and_check_for_plan_and_drift(co
     assert jts["rollout"]["job_tags"] == "serve,gateway,monitoring" and jts["rollout"]["job_slice_count"] == 1
     assert {k for k, jt in jts.items() if jt["job_type"] == "check"} == {"plan", "drift"}
     assert all(jt["diff_mode"] == (jt["job_type"] == "check") for jt in jts.values())
-    for name in ("plan", "host layer", "weights", "rollout", "drift"):  # phases are the playbooks' tags
-        assert (ROOT / jts[name]["playbook"]).is_file() and jts[name]["playbook"] == "playbooks/site.yml"
-    assert jts["rollback"]["playbook"] == "playbooks/serve.yml"
-    assert jts["doctor"]["playbook"] == "playbooks/doctor.yml"
+    playbooks = {k: jt["playbook"].removeprefix(f"{PLAYBOOKS}/") for k, jt in jts.items()}
+    assert playbooks == {**dict.fromkeys(("plan", "host layer", "weights", "rollout", "drift"), "site.yml"),
+                         "rollback": "serve.yml", "doctor": "doctor.yml"}  # fmt: skip
+    for jt in jts.values():
+        assert awx_lists(jt["playbook"]), jt["playbook"]
     project = store.named("projects", PREFIX)
     inventory = store.named("inventories", PREFIX)
     ee = store.named("execution_environments", "ascend-orchestrator")

@@ -118,7 +118,7 @@ def test_the_installed_collection_converges_by_fqcn(
 
 
 PHASES = [
-    p["ansible.builtin.import_playbook"].removesuffix(".yml")
+    p["import_playbook"].removesuffix(".yml")
     for p in yaml.safe_load((REPO / "playbooks" / "site.yml").read_text())
 ]
 # the always-tagged parts every play of every phase runs (tests/unit/test_phase_tags_alone.py)
